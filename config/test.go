@@ -1,0 +1,167 @@
+// Package config turns HCL files into a validated, typed test plan. It
+// evaluates what is static once, keeps each per-iteration expression for the
+// core to evaluate, and reports every mistake as hcl.Diagnostics with the
+// file, line and column. It never starts a run.
+package config
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/protocols"
+)
+
+// Options are the inputs of Load besides the files.
+type Options struct {
+	// Protocols supplies the target and request schemas. Required.
+	Protocols *protocols.Registry
+	// Sinks maps a sink type ("csv") to the schema of its block.
+	Sinks map[string]hcldec.ObjectSpec
+	// Vars are --var k=v overrides; they win over HLOAD_VAR_k and defaults.
+	Vars map[string]string
+	// LookupEnv reads the environment, for HLOAD_VAR_k and env(). Nil means
+	// an empty environment.
+	LookupEnv func(string) (string, bool)
+	// DemoURL is called when a config uses demo_url(), at most once per Load.
+	// The CLI starts the embedded demo target there; validate and plan pass
+	// a function that starts nothing. Nil makes demo_url() a diagnostic.
+	DemoURL func() (string, error)
+}
+
+// Test is a loaded, validated test.
+type Test struct {
+	Dir        string               // folder of the first file; file() is confined to it
+	Files      map[string]*hcl.File // every parsed file, for rendering diagnostics
+	Targets    []*Target
+	Scenarios  []*Scenario
+	Thresholds []*Threshold
+	Sinks      []*Sink
+}
+
+// Target is a target block, decoded with its protocol's TargetSpec.
+type Target struct {
+	Name      string
+	Protocol  string
+	Config    cty.Value // conforms to the protocol's TargetSpec
+	DeclRange hcl.Range
+}
+
+// Scenario is a scenario block.
+type Scenario struct {
+	Name         string
+	Executor     Executor
+	ThinkTime    ThinkTime
+	GracefulStop time.Duration // default 30s
+	Requests     []*Request
+	DeclRange    hcl.Range
+}
+
+// ThinkTime is the pause after each iteration: fixed when Min == Max,
+// otherwise uniform in [Min, Max].
+type ThinkTime struct {
+	Min, Max time.Duration
+}
+
+// Executor is one of the executor configs below.
+type Executor interface {
+	// Name is the executor's HCL name, such as "ramping-vus".
+	Name() string
+}
+
+// ConstantVUs runs VUs VUs in a loop for Duration.
+type ConstantVUs struct {
+	VUs      int
+	Duration time.Duration
+}
+
+// Stage is one linear ramp: reach Target over Duration.
+type Stage struct {
+	Duration time.Duration
+	Target   int
+}
+
+// RampingVUs ramps linearly from StartVUs through Stages.
+type RampingVUs struct {
+	StartVUs int
+	Stages   []Stage
+}
+
+// Iterations is a JMeter thread group: VUs VUs started evenly over RampUp,
+// each running Iterations iterations. MaxDuration, when not zero, bounds it.
+type Iterations struct {
+	VUs         int
+	Iterations  int
+	RampUp      time.Duration
+	MaxDuration time.Duration
+}
+
+// Name implements Executor.
+func (ConstantVUs) Name() string { return "constant-vus" }
+
+// Name implements Executor.
+func (RampingVUs) Name() string { return "ramping-vus" }
+
+// Name implements Executor.
+func (Iterations) Name() string { return "iterations" }
+
+// Request is a request block. Attributes that use no per-iteration value
+// were evaluated at load; the rest are evaluated by Value per iteration.
+type Request struct {
+	Name      string
+	Target    string // resolved: never empty after Load
+	Protocol  string // the target's protocol
+	Weight    int    // positive
+	Checks    []Check
+	DeclRange hcl.Range
+
+	static  map[string]cty.Value      // attributes evaluated at load (nulls filled in)
+	dynamic map[string]hcl.Expression // attributes evaluated per iteration
+	types   map[string]cty.Type       // attribute types from the RequestSpec
+	base    *hcl.EvalContext          // var, local and functions
+	value   cty.Value                 // the whole object when there is nothing dynamic
+}
+
+// Iteration carries the per-iteration values an expression may use.
+type Iteration struct {
+	VU        uint64 // vu.id
+	Iteration uint64 // vu.iteration
+	Scenario  string // scenario.name
+}
+
+// Check is a check block inside a request. A failed check is counted apart
+// from errors.
+type Check struct {
+	Status       []int  // allowed statuses; empty means any
+	BodyContains string // required substring of the body; empty means none
+	DeclRange    hcl.Range
+}
+
+// Threshold is a threshold block.
+type Threshold struct {
+	Metric    string // latency | errors | rps | checks | a protocol metric such as ttfb
+	Scenario  string // optional filter
+	Request   string // optional filter
+	Condition Condition
+	Abort     bool
+	DeclRange hcl.Range
+}
+
+// Condition is a parsed threshold condition such as "p95 < 200ms".
+type Condition struct {
+	Text        string  // as written
+	Aggregation string  // p50 ... p999 (any pNN or pNN.N), mean, stdev, min, max, rate, count
+	Percentile  float64 // for pNN aggregations: 95, 99.9 ...
+	Op          string  // < <= > >= == !=
+	Value       float64 // durations are in milliseconds; rates are fractions (1% = 0.01)
+	IsDuration  bool
+}
+
+// Sink is a sink block, decoded with the sink type's schema.
+type Sink struct {
+	Type      string
+	Config    cty.Value
+	DeclRange hcl.Range
+}

@@ -1,0 +1,138 @@
+// Package metrics folds samples into per-interval HDR histograms and counters
+// per series (scenario, request), and turns them into the figures sinks and
+// thresholds read. It keeps no per-sample memory.
+package metrics
+
+import "time"
+
+// RunInfo describes a run to the sinks when it starts.
+type RunInfo struct {
+	RunID     string
+	Version   string
+	Files     []string
+	Started   time.Time
+	Scenarios []ScenarioInfo
+}
+
+// ScenarioInfo names a scenario, its executor and its model.
+type ScenarioInfo struct {
+	Name     string
+	Executor string // constant-vus, ramping-vus, ...
+	Model    string // closed | open
+	Requests []string
+}
+
+// LatencyFigures are latency statistics in milliseconds.
+type LatencyFigures struct {
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	Stdev float64 `json:"stdev"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// ChecksFigures count check outcomes.
+type ChecksFigures struct {
+	Passed int64 `json:"passed"`
+	Failed int64 `json:"failed"`
+}
+
+// RequestFigures are the figures of one series over an interval or a run.
+// Count is every call that was sent, Errors among them.
+type RequestFigures struct {
+	Count         int64            `json:"count"`
+	Errors        int64            `json:"errors"`
+	ErrorRate     float64          `json:"error_rate"` // Errors / Count, 0 when Count is 0
+	RPS           float64          `json:"rps"`        // Count / the interval's or run's length
+	Latency       LatencyFigures   `json:"latency_ms"`
+	BytesSent     int64            `json:"bytes_sent"`
+	BytesReceived int64            `json:"bytes_received"`
+	Status        map[string]int64 `json:"status"`         // "200" -> count; never nil
+	ErrorsByKind  map[string]int64 `json:"errors_by_kind"` // "timeout" -> count; never nil
+	Checks        ChecksFigures    `json:"checks"`
+}
+
+// MetricFigures summarise one protocol metric other than the request
+// latency, such as ttfb or connect, in milliseconds.
+type MetricFigures struct {
+	Count int64   `json:"count"`
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// SeriesFigures are one series' figures over one interval.
+type SeriesFigures struct {
+	Scenario string
+	Request  string
+	RequestFigures
+}
+
+// Snapshot is what the aggregator hands every sink once per interval.
+type Snapshot struct {
+	Start   time.Time     // start of the interval
+	End     time.Time     // end of the interval
+	Elapsed time.Duration // since the run started, at End
+	Series  []SeriesFigures
+	VUs     map[string]int   // active VUs per scenario at End
+	Dropped map[string]int64 // dropped iterations per scenario in this interval
+}
+
+// Summary is the machine-readable result of a run, written by
+// --summary-export and handed to every sink's Close.
+type Summary struct {
+	HloadVersion string                      `json:"hload_version"`
+	RunID        string                      `json:"run_id"`
+	Started      time.Time                   `json:"started"`
+	Ended        time.Time                   `json:"ended"`
+	DurationS    float64                     `json:"duration_s"`
+	Passed       bool                        `json:"passed"`
+	Interrupted  bool                        `json:"interrupted"`       // SIGINT/SIGTERM stopped the run
+	Aborted      string                      `json:"aborted,omitempty"` // the threshold that aborted the run
+	Scenarios    map[string]*ScenarioSummary `json:"scenarios"`
+	Metrics      map[string]MetricFigures    `json:"metrics"`
+	Thresholds   []ThresholdResult           `json:"thresholds"`
+}
+
+// ScenarioSummary is one scenario in the Summary.
+type ScenarioSummary struct {
+	Executor          string                     `json:"executor"`
+	Model             string                     `json:"model"`
+	Iterations        int64                      `json:"iterations"`
+	DroppedIterations int64                      `json:"dropped_iterations"`
+	Requests          map[string]*RequestFigures `json:"requests"`
+}
+
+// ThresholdResult is one threshold's verdict.
+type ThresholdResult struct {
+	Metric    string  `json:"metric"`
+	Scenario  string  `json:"scenario,omitempty"`
+	Request   string  `json:"request,omitempty"`
+	Condition string  `json:"condition"`
+	Value     float64 `json:"value"`
+	Passed    bool    `json:"passed"`
+	Abort     bool    `json:"abort,omitempty"`
+}
+
+// RawRecord is one call, for sinks that keep every request.
+type RawRecord struct {
+	Time          time.Time
+	Scenario      string
+	Request       string
+	VU            uint64
+	Iteration     uint64
+	Status        int
+	Latency       time.Duration
+	BytesSent     int64
+	BytesReceived int64
+	Error         string
+}

@@ -1,0 +1,24 @@
+package core
+
+import (
+	"context"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// Sink receives the run's figures: a snapshot once per interval and the
+// summary at the end.
+type Sink interface {
+	Start(ctx context.Context, run metrics.RunInfo) error
+	// Write is called once per interval, never concurrently. It must not
+	// block the run.
+	Write(s metrics.Snapshot) error
+	// Close is the final flush; nothing accepted before it may be lost.
+	Close(sum metrics.Summary) error
+}
+
+// RawSink is an optional ability of a Sink: it also receives every call.
+// WriteRaw is called concurrently from many VUs and must not lose records.
+type RawSink interface {
+	WriteRaw(r metrics.RawRecord)
+}

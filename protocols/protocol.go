@@ -1,0 +1,131 @@
+// Package protocols defines the contract between the core and every protocol,
+// built-in or plugin: the core evaluates HCL and hands a protocol plain values;
+// the protocol executes the call and emits samples.
+package protocols
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Info describes a protocol: its name, version and the schemas of its target
+// and request blocks. The core decodes and validates HCL against these
+// schemas, so a protocol never sees an expression.
+type Info struct {
+	Name    string
+	Version string
+	// TargetSpec decodes a target block's protocol attributes. It is an
+	// hcldec.ObjectSpec of *hcldec.AttrSpec and *hcldec.BlockSpec entries.
+	TargetSpec hcldec.ObjectSpec
+	// RequestSpec lists a request block's protocol attributes. Only
+	// *hcldec.AttrSpec entries are allowed, because each attribute may be
+	// evaluated per iteration.
+	RequestSpec hcldec.ObjectSpec
+}
+
+// Protocol is implemented by every protocol.
+type Protocol interface {
+	Describe() Info
+	// Open is called once per target, before any load is sent. target
+	// conforms to Info.TargetSpec.
+	Open(ctx context.Context, target cty.Value) (Client, error)
+}
+
+// Client executes calls against one target. Do is called concurrently by
+// many VUs, but never concurrently for the same VU.
+type Client interface {
+	// Do executes one call and reports what it measured through emit. It
+	// emits exactly one sample whose Metric is MetricRequest, plus any
+	// number of other samples. emit must not be retained after Do returns.
+	Do(ctx context.Context, call Call, emit func(Sample))
+	Close() error
+}
+
+// Call is one request of one iteration, with every expression already
+// evaluated.
+type Call struct {
+	VU        uint64    // 1-based VU id, dense within a run
+	Iteration uint64    // 0-based iteration of that VU
+	Planned   time.Time // when the call was planned to start
+	// Request is an object conforming to Info.RequestSpec; attributes the
+	// user left out are null.
+	Request cty.Value
+	// KeepBody asks the protocol to fill Sample.Body on the request sample,
+	// because a check needs the response body.
+	KeepBody bool
+}
+
+// Metric names shared by the built-in protocols.
+const (
+	MetricRequest = "request" // the main sample of a call: latency, status, bytes, error
+	MetricTTFB    = "ttfb"    // time to first byte
+	MetricConnect = "connect" // connection set-up, only when a new connection was made
+)
+
+// ErrorKind classifies a failed call. The empty kind means success.
+type ErrorKind string
+
+// The error kinds. A failed check is not an error; it is counted apart.
+const (
+	ErrNone              ErrorKind = ""
+	ErrTimeout           ErrorKind = "timeout"
+	ErrConnectionRefused ErrorKind = "connection_refused"
+	ErrReset             ErrorKind = "reset"
+	ErrDNS               ErrorKind = "dns"
+	ErrTLS               ErrorKind = "tls"
+	ErrProtocol          ErrorKind = "protocol"
+	// ErrInterrupted marks a call cancelled by the end of the run, after the
+	// graceful stop ran out, or by an abort.
+	ErrInterrupted ErrorKind = "interrupted"
+)
+
+// Sample is one measurement.
+type Sample struct {
+	Metric string
+	Time   time.Time     // when the measurement ended
+	Value  time.Duration // the measured time, taken with a monotonic clock
+	Status int           // protocol status (HTTP status code); 0 when none
+	Error  ErrorKind
+	// BytesSent and BytesReceived count the wire bytes of the call,
+	// including headers; set on the request sample.
+	BytesSent     int64
+	BytesReceived int64
+	// Body is the response body, set only on the request sample when
+	// Call.KeepBody is true, and valid only during emit.
+	Body []byte
+}
+
+// Registry maps protocol names to protocols. It is built explicitly by the
+// caller; there is no process-wide registry.
+type Registry struct {
+	byName map[string]Protocol
+}
+
+// NewRegistry returns a registry holding ps, keyed by their Describe().Name.
+func NewRegistry(ps ...Protocol) *Registry {
+	r := &Registry{byName: make(map[string]Protocol, len(ps))}
+	for _, p := range ps {
+		r.byName[p.Describe().Name] = p
+	}
+	return r
+}
+
+// Lookup returns the protocol with the given name.
+func (r *Registry) Lookup(name string) (Protocol, bool) {
+	p, ok := r.byName[name]
+	return p, ok
+}
+
+// Names returns the registered protocol names, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
