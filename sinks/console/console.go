@@ -1,0 +1,151 @@
+// Package console is the terminal output of a run: a header that names the
+// load model, a progress line per interval and the final summary.
+package console
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// Options shape the console output.
+type Options struct {
+	// Quiet silences the progress lines. The header and the summary are
+	// still printed: they are the result, not progress.
+	Quiet bool
+	// NoColor prints the summary without ANSI colours.
+	NoColor bool
+	// Interval is the least time between two progress lines. The figures
+	// of the snapshots in between are folded into the next line, so none
+	// is lost. Zero prints a line for every snapshot.
+	Interval time.Duration
+}
+
+// Sink prints a run to a terminal. It implements core.Sink.
+type Sink struct {
+	w    io.Writer
+	opts Options
+
+	// window folds snapshots until the next progress line.
+	window    progress
+	lastPrint time.Duration
+	closed    bool
+}
+
+// progress is the sum of the snapshots since the last progress line.
+type progress struct {
+	length  time.Duration
+	count   int64
+	errors  int64
+	p95     float64
+	dropped int64
+	vus     int
+	elapsed time.Duration
+	seen    bool
+}
+
+// New returns a console sink that prints to w.
+func New(w io.Writer, opts Options) *Sink {
+	return &Sink{w: w, opts: opts}
+}
+
+// Start prints one line naming the run and each scenario with its executor
+// and load model, so a reader of the output knows which model produced the
+// figures.
+func (s *Sink) Start(ctx context.Context, run metrics.RunInfo) error {
+	var b strings.Builder
+	b.WriteString("hload")
+	if run.Version != "" {
+		b.WriteString(" " + run.Version)
+	}
+	if run.RunID != "" {
+		b.WriteString(" run " + run.RunID)
+	}
+	b.WriteString(":")
+	if len(run.Scenarios) == 0 {
+		b.WriteString(" no scenarios")
+	}
+	for i, sc := range run.Scenarios {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " scenario %s (%s, %s)", sc.Name, sc.Executor, modelName(sc.Model))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(s.w, b.String())
+	return err
+}
+
+// modelName spells a scenario's model for people: "closed model" means
+// VUs that loop, "open model" means a planned arrival rate.
+func modelName(model string) string {
+	if model == "" {
+		return "unknown model"
+	}
+	return model + " model"
+}
+
+// Write prints one progress line for the snapshot, unless Quiet, or folds
+// it into the next line when Options.Interval has not yet passed.
+func (s *Sink) Write(snap metrics.Snapshot) error {
+	if s.opts.Quiet || s.closed {
+		return nil
+	}
+	w := &s.window
+	w.seen = true
+	w.length += snap.End.Sub(snap.Start)
+	w.elapsed = snap.Elapsed
+	for i := range snap.Series {
+		f := &snap.Series[i]
+		w.count += f.Count
+		w.errors += f.Errors
+		// The p95 of the whole interval cannot be rebuilt from the series'
+		// p95s without their histograms; the worst series' p95 is an upper
+		// bound of it and what a watcher wants to see climb.
+		w.p95 = max(w.p95, f.Latency.P95)
+	}
+	w.vus = 0
+	for _, n := range snap.VUs {
+		w.vus += n
+	}
+	for _, n := range snap.Dropped {
+		w.dropped += n
+	}
+	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval {
+		return nil
+	}
+	s.lastPrint = snap.Elapsed
+	line := progressLine(w)
+	*w = progress{}
+	_, err := io.WriteString(s.w, line)
+	return err
+}
+
+// progressLine renders e.g.
+// "[  12s] vus 40  rps 812  err 0.1%  p95 23.4ms  dropped 0".
+func progressLine(p *progress) string {
+	rps := 0.0
+	if p.length > 0 {
+		rps = float64(p.count) / p.length.Seconds()
+	}
+	errPct := 0.0
+	if p.count > 0 {
+		errPct = 100 * float64(p.errors) / float64(p.count)
+	}
+	return fmt.Sprintf("[%5s] vus %d  rps %.0f  err %s%%  p95 %sms  dropped %d\n",
+		p.elapsed.Round(time.Second), p.vus, rps, formatPercent(errPct), formatMs(p.p95), p.dropped)
+}
+
+// Close prints the summary, even when Quiet. It prints it once, however
+// often it is called.
+func (s *Sink) Close(sum metrics.Summary) error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return WriteSummary(s.w, sum, s.opts.NoColor)
+}

@@ -1,0 +1,301 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// The contract of core.Sink, restated so that this test does not depend on
+// core.
+var _ interface {
+	Start(context.Context, metrics.RunInfo) error
+	Write(metrics.Snapshot) error
+	Close(metrics.Summary) error
+} = (*Sink)(nil)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+var t0 = time.Date(2025, 5, 1, 10, 0, 0, 0, time.UTC)
+
+// sampleSummary is a failing run with two scenarios, one per load model,
+// and every optional section filled.
+func sampleSummary() metrics.Summary {
+	empty := map[string]int64{}
+	return metrics.Summary{
+		HloadVersion: "0.1.0",
+		RunID:        "run-7f3a",
+		Started:      t0,
+		Ended:        t0.Add(5 * time.Minute),
+		DurationS:    300,
+		Passed:       false,
+		Scenarios: map[string]*metrics.ScenarioSummary{
+			"browse": {
+				Executor: "ramping-vus", Model: "closed", Iterations: 1_156_200,
+				Requests: map[string]*metrics.RequestFigures{
+					"main": {
+						Count: 693_720, Errors: 14, ErrorRate: 14.0 / 693_720, RPS: 2312.4,
+						Latency:   metrics.LatencyFigures{Min: 0.412, Mean: 7.03, Stdev: 4.2, P50: 5.9, P90: 11.6, P95: 16.25, P99: 117.3, P999: 310, Max: 2139.7},
+						BytesSent: 69_372_000, BytesReceived: 1_776_000_000,
+						Status:       map[string]int64{"200": 693_706, "503": 14},
+						ErrorsByKind: map[string]int64{"http_5xx": 14},
+					},
+					"product detail": {
+						Count: 115_620, Errors: 0, RPS: 385.4,
+						Latency:   metrics.LatencyFigures{Min: 1.1, Mean: 12.2, Stdev: 6.5, P50: 10.4, P90: 19.9, P95: 25, P99: 48.1, Max: 529},
+						BytesSent: 11_562_000, BytesReceived: 591_974_400,
+						Status:       map[string]int64{"200": 115_620},
+						ErrorsByKind: empty,
+						Checks:       metrics.ChecksFigures{Passed: 115_600, Failed: 20},
+					},
+				},
+			},
+			"notify": {
+				Executor: "constant-arrival-rate", Model: "open", Iterations: 29_950, DroppedIterations: 50,
+				Requests: map[string]*metrics.RequestFigures{
+					"send": {
+						Count: 29_950, Errors: 1_203, ErrorRate: 1203.0 / 29_950, RPS: 99.8,
+						Latency:   metrics.LatencyFigures{Min: 0.9, Mean: 9, Stdev: 30.2, P50: 3, P90: 14, P95: 35, P99: 119, Max: 30000},
+						BytesSent: 5_990_000, BytesReceived: 1_497_500,
+						Status:       map[string]int64{"200": 28_747, "429": 1_000, "500": 200},
+						ErrorsByKind: map[string]int64{"http_4xx": 1_000, "http_5xx": 200, "timeout": 3},
+					},
+				},
+			},
+		},
+		Metrics: map[string]metrics.MetricFigures{
+			"sse_delivery": {Count: 29_747, Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115},
+		},
+		Warnings: []string{`scenario "browse", request "main": path failed to evaluate in 3 iterations`},
+		Thresholds: []metrics.ThresholdResult{
+			{Metric: "latency", Request: "product detail", Condition: "p95 < 200ms", Value: 25, Passed: true},
+			{Metric: "errors", Scenario: "notify", Condition: "rate < 0.01", Value: 1203.0 / 29_950, Passed: false, Abort: false},
+		},
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, sampleSummary(), true); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "summary.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got := buf.String(); got != string(want) {
+		t.Errorf("summary differs from %s (run with -update if intended)\n got:\n%s\nwant:\n%s", golden, got, want)
+	}
+	if strings.Contains(buf.String(), "\x1b[") {
+		t.Error("colour codes with noColor")
+	}
+}
+
+func TestSummaryStates(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*metrics.Summary)
+		want []string
+	}{
+		{
+			name: "passed",
+			edit: func(s *metrics.Summary) { s.Passed = true; s.Thresholds = s.Thresholds[:1] },
+			want: []string{"PASS: all 1 thresholds held."},
+		},
+		{
+			name: "no thresholds",
+			edit: func(s *metrics.Summary) { s.Passed = true; s.Thresholds = nil },
+			want: []string{"PASS: the run completed; no thresholds were set."},
+		},
+		{
+			name: "interrupted",
+			edit: func(s *metrics.Summary) { s.Interrupted = true; s.DurationS = 42 },
+			want: []string{
+				"INTERRUPTED: the run was stopped before its planned end; the figures cover the 42.0s it ran.",
+				"INTERRUPTED: the run was stopped early; 1 of 2 thresholds failed on the part that ran.",
+			},
+		},
+		{
+			name: "aborted",
+			edit: func(s *metrics.Summary) {
+				s.Aborted = "errors rate < 0.01"
+				s.Thresholds[1].Abort = true
+			},
+			want: []string{
+				`ABORTED: threshold "errors rate < 0.01" was crossed and stopped the run early.`,
+				`FAIL: aborted by threshold "errors rate < 0.01"; 1 of 2 thresholds failed.`,
+				"abort",
+			},
+		},
+		{
+			name: "failed without threshold",
+			edit: func(s *metrics.Summary) { s.Thresholds = nil },
+			want: []string{"FAIL: the run failed."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sum := sampleSummary()
+			tt.edit(&sum)
+			var buf bytes.Buffer
+			if err := WriteSummary(&buf, sum, true); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, buf.String())
+				}
+			}
+		})
+	}
+}
+
+func TestSummaryColour(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, sampleSummary(), false); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, w := range []string{ansiGreen + "PASS" + ansiReset, ansiRed + "FAIL" + ansiReset} {
+		if !strings.Contains(out, w) {
+			t.Errorf("coloured summary lacks %q", w)
+		}
+	}
+}
+
+func TestSummaryEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteSummary(&buf, metrics.Summary{Passed: true}, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "PASS") {
+		t.Errorf("empty summary:\n%s", buf.String())
+	}
+}
+
+var runInfo = metrics.RunInfo{
+	RunID: "run-7f3a", Version: "0.1.0", Started: t0,
+	Scenarios: []metrics.ScenarioInfo{
+		{Name: "browse", Executor: "ramping-vus", Model: "closed"},
+		{Name: "notify", Executor: "constant-arrival-rate", Model: "open"},
+	},
+}
+
+func snapshot(elapsed time.Duration, count, errs int64, p95s ...float64) metrics.Snapshot {
+	s := metrics.Snapshot{
+		Start: t0.Add(elapsed - time.Second), End: t0.Add(elapsed), Elapsed: elapsed,
+		VUs:     map[string]int{"browse": 30, "notify": 10},
+		Dropped: map[string]int64{"notify": 1},
+	}
+	for _, p := range p95s {
+		s.Series = append(s.Series, metrics.SeriesFigures{Scenario: "browse", Request: "main",
+			RequestFigures: metrics.RequestFigures{Count: count, Errors: errs, Latency: metrics.LatencyFigures{P95: p}}})
+	}
+	return s
+}
+
+func TestProgress(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, Options{NoColor: true})
+	if err := s.Start(context.Background(), runInfo); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(snapshot(12*time.Second, 406, 1, 23.4, 12)); err != nil {
+		t.Fatal(err)
+	}
+	want := "hload 0.1.0 run run-7f3a: scenario browse (ramping-vus, closed model); scenario notify (constant-arrival-rate, open model)\n" +
+		"[  12s] vus 40  rps 812  err 0.25%  p95 23.4ms  dropped 1\n"
+	if buf.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", buf.String(), want)
+	}
+}
+
+func TestProgressInterval(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, Options{NoColor: true, Interval: 5 * time.Second})
+	for i := 1; i <= 10; i++ {
+		p95 := 10.0
+		if i == 3 {
+			p95 = 99 // a spike between two lines must still show
+		}
+		if err := s.Write(snapshot(time.Duration(i)*time.Second, 100, 0, p95)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "[   5s] vus 40  rps 100  err 0%  p95 99.0ms  dropped 5\n" +
+		"[  10s] vus 40  rps 100  err 0%  p95 10.0ms  dropped 5\n"
+	if buf.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", buf.String(), want)
+	}
+}
+
+func TestQuietKeepsHeaderAndSummary(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, Options{Quiet: true, NoColor: true})
+	if err := s.Start(context.Background(), runInfo); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		if err := s.Write(snapshot(time.Duration(i)*time.Second, 100, 0, 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := sampleSummary()
+	if err := s.Close(sum); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "[   1s]") || strings.Contains(out, "rps 100") {
+		t.Errorf("quiet printed progress:\n%s", out)
+	}
+	if !strings.Contains(out, "closed model") {
+		t.Error("quiet dropped the header naming the load model")
+	}
+	var want bytes.Buffer
+	WriteSummary(&want, sum, true)
+	if !strings.HasSuffix(out, want.String()) {
+		t.Errorf("quiet did not print the summary:\n%s", out)
+	}
+
+	// A second Close prints nothing more.
+	n := buf.Len()
+	if err := s.Close(sum); err != nil || buf.Len() != n {
+		t.Errorf("second Close: err %v, printed %d more bytes", err, buf.Len()-n)
+	}
+}
+
+type failingWriter struct{}
+
+var errBrokenPipe = errors.New("broken pipe")
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errBrokenPipe }
+
+func TestWriteErrors(t *testing.T) {
+	s := New(failingWriter{}, Options{})
+	if err := s.Start(context.Background(), runInfo); !errors.Is(err, errBrokenPipe) {
+		t.Errorf("Start = %v", err)
+	}
+	if err := s.Write(snapshot(time.Second, 1, 0, 1)); !errors.Is(err, errBrokenPipe) {
+		t.Errorf("Write = %v", err)
+	}
+	if err := s.Close(sampleSummary()); !errors.Is(err, errBrokenPipe) {
+		t.Errorf("Close = %v", err)
+	}
+}

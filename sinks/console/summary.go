@@ -1,0 +1,360 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// ANSI colours for the verdicts only: the tables stay plain so that they
+// paste cleanly into a write-up.
+const (
+	ansiGreen = "\x1b[32m"
+	ansiRed   = "\x1b[31m"
+	ansiReset = "\x1b[0m"
+)
+
+// WriteSummary prints the final summary of a run: per scenario its model
+// and a table of per-request figures, then errors, status codes, checks,
+// protocol metrics, thresholds and a verdict line. The CLI uses it to print
+// a summary without a sink; Sink.Close uses it too.
+func WriteSummary(w io.Writer, sum metrics.Summary, noColor bool) error {
+	p := &printer{noColor: noColor}
+	p.run(&sum)
+	for _, name := range sortedKeys(sum.Scenarios) {
+		p.scenario(name, sum.Scenarios[name], sum.DurationS)
+	}
+	p.metrics(sum.Metrics)
+	p.warnings(sum.Warnings)
+	p.thresholds(sum.Thresholds)
+	p.verdict(&sum)
+	// One write, so a failing terminal or pipe gives one error.
+	_, err := w.Write(p.buf.Bytes())
+	return err
+}
+
+type printer struct {
+	buf     bytes.Buffer
+	noColor bool
+}
+
+func (p *printer) printf(format string, args ...any) {
+	fmt.Fprintf(&p.buf, format, args...)
+}
+
+// paint colours a verdict word; both colours add the same number of bytes,
+// so columns that hold a painted word stay aligned.
+func (p *printer) paint(word string, ok bool) string {
+	if p.noColor {
+		return word
+	}
+	if ok {
+		return ansiGreen + word + ansiReset
+	}
+	return ansiRed + word + ansiReset
+}
+
+func (p *printer) run(sum *metrics.Summary) {
+	p.printf("\nhload")
+	if sum.HloadVersion != "" {
+		p.printf(" %s", sum.HloadVersion)
+	}
+	if sum.RunID != "" {
+		p.printf(" run %s", sum.RunID)
+	}
+	if !sum.Started.IsZero() {
+		p.printf(", %s", sum.Started.Format(time.RFC3339))
+		if !sum.Ended.IsZero() {
+			p.printf(" to %s", sum.Ended.Format(time.RFC3339))
+		}
+	}
+	p.printf(", %ss\n", strconv.FormatFloat(sum.DurationS, 'f', 1, 64))
+	if sum.Interrupted {
+		p.printf("%s: the run was stopped before its planned end; the figures cover the %.1fs it ran.\n",
+			p.paint("INTERRUPTED", false), sum.DurationS)
+	}
+	if sum.Aborted != "" {
+		p.printf("%s: threshold %q was crossed and stopped the run early.\n", p.paint("ABORTED", false), sum.Aborted)
+	}
+	p.printf("Latencies in ms; KB/s in KiB per second.\n")
+}
+
+func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS float64) {
+	if sc == nil {
+		return
+	}
+	p.printf("\nscenario %s: %s, %s, %d iterations, %d dropped iterations\n",
+		name, sc.Executor, modelName(sc.Model), sc.Iterations, sc.DroppedIterations)
+	if sc.DroppedIterations > 0 {
+		// In an open model a drop is load that was planned and never sent.
+		p.printf("  %d planned iterations found no free VU and were not started; raise max_vus or lower the rate.\n",
+			sc.DroppedIterations)
+	}
+	names := sortedKeys(sc.Requests)
+	if len(names) == 0 {
+		p.printf("  no requests\n")
+		return
+	}
+	width := utf8.RuneCountInString("request")
+	for _, n := range names {
+		width = max(width, utf8.RuneCountInString(n))
+	}
+
+	// Numbers align right; the request column is padded by hand so that
+	// it reads left-aligned in a right-aligned table.
+	tw := tabwriter.NewWriter(&p.buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cells := func(c ...string) {
+		for _, s := range c {
+			io.WriteString(tw, s)
+			io.WriteString(tw, "\t")
+		}
+		io.WriteString(tw, "\n")
+	}
+	cells(pad("  request", width+2), "count", "rps", "err%", "mean", "stdev", "min", "p50", "p90", "p95", "p99", "max", "KB/s in", "KB/s out")
+	for _, n := range names {
+		r := sc.Requests[n]
+		if r == nil {
+			continue
+		}
+		l := r.Latency
+		cells(pad("  "+n, width+2),
+			strconv.FormatInt(r.Count, 10),
+			strconv.FormatFloat(r.RPS, 'f', 1, 64),
+			formatPercent(100*r.ErrorRate),
+			formatMs(l.Mean), formatMs(l.Stdev), formatMs(l.Min), formatMs(l.P50),
+			formatMs(l.P90), formatMs(l.P95), formatMs(l.P99), formatMs(l.Max),
+			kibPerSecond(r.BytesReceived, durationS), kibPerSecond(r.BytesSent, durationS))
+	}
+	tw.Flush()
+
+	reqs := sc.Requests
+	p.perRequest("errors by kind", names, reqs, width, func(r *metrics.RequestFigures) string {
+		return counts(r.ErrorsByKind)
+	})
+	p.perRequest("status", names, reqs, width, func(r *metrics.RequestFigures) string {
+		return counts(r.Status)
+	})
+	p.perRequest("checks", names, reqs, width, func(r *metrics.RequestFigures) string {
+		c := r.Checks
+		if c.Passed+c.Failed == 0 {
+			return ""
+		}
+		// Rounded down, so that a failed check never shows as 100%.
+		rate := math.Floor(10000*float64(c.Passed)/float64(c.Passed+c.Failed)) / 100
+		return fmt.Sprintf("passed %d  failed %d  (%s%% passed)", c.Passed, c.Failed,
+			strconv.FormatFloat(rate, 'f', 2, 64))
+	})
+}
+
+// perRequest prints a titled list with one line per request whose line is
+// not empty, and nothing at all when every line is empty.
+func (p *printer) perRequest(title string, names []string, reqs map[string]*metrics.RequestFigures,
+	width int, line func(*metrics.RequestFigures) string) {
+	titled := false
+	for _, n := range names {
+		r := reqs[n]
+		if r == nil {
+			continue
+		}
+		l := line(r)
+		if l == "" {
+			continue
+		}
+		if !titled {
+			p.printf("\n  %s\n", title)
+			titled = true
+		}
+		p.printf("    %s  %s\n", pad(n, width), l)
+	}
+}
+
+// metrics prints the protocol metrics other than the request latency, such
+// as time to first byte or SSE delivery latency.
+func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
+	if len(ms) == 0 {
+		return
+	}
+	names := sortedKeys(ms)
+	width := utf8.RuneCountInString("metric")
+	for _, n := range names {
+		width = max(width, utf8.RuneCountInString(n))
+	}
+	p.printf("\nmetrics\n")
+	tw := tabwriter.NewWriter(&p.buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(c ...string) {
+		for _, s := range c {
+			io.WriteString(tw, s)
+			io.WriteString(tw, "\t")
+		}
+		io.WriteString(tw, "\n")
+	}
+	row(pad("  metric", width+2), "count", "mean", "min", "p50", "p90", "p95", "p99", "max")
+	for _, n := range names {
+		m := ms[n]
+		row(pad("  "+n, width+2), strconv.FormatInt(m.Count, 10),
+			formatMs(m.Mean), formatMs(m.Min), formatMs(m.P50), formatMs(m.P90),
+			formatMs(m.P95), formatMs(m.P99), formatMs(m.Max))
+	}
+	tw.Flush()
+}
+
+// warnings prints the problems that did not stop the run, such as
+// expressions that failed for some iterations, so they are not missed.
+func (p *printer) warnings(ws []string) {
+	if len(ws) == 0 {
+		return
+	}
+	p.printf("\nwarnings\n")
+	for _, w := range ws {
+		p.printf("  - %s\n", w)
+	}
+}
+
+func (p *printer) thresholds(ts []metrics.ThresholdResult) {
+	if len(ts) == 0 {
+		return
+	}
+	p.printf("\nthresholds\n")
+	tw := tabwriter.NewWriter(&p.buf, 0, 0, 2, ' ', 0)
+	for _, t := range ts {
+		word := "PASS"
+		if !t.Passed {
+			word = "FAIL"
+		}
+		name := t.Metric
+		var filter []string
+		if t.Scenario != "" {
+			filter = append(filter, "scenario="+t.Scenario)
+		}
+		if t.Request != "" {
+			filter = append(filter, "request="+t.Request)
+		}
+		if len(filter) > 0 {
+			name += "{" + strings.Join(filter, ",") + "}"
+		}
+		abort := ""
+		if t.Abort {
+			abort = "\tabort"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tvalue %s%s\n", p.paint(word, t.Passed), name, t.Condition, formatValue(t.Value), abort)
+	}
+	tw.Flush()
+}
+
+// verdict prints the last line: what the exit code will say, in words.
+func (p *printer) verdict(sum *metrics.Summary) {
+	failed := 0
+	for _, t := range sum.Thresholds {
+		if !t.Passed {
+			failed++
+		}
+	}
+	total := len(sum.Thresholds)
+	p.printf("\n")
+	switch {
+	case sum.Interrupted:
+		state := "no threshold failed"
+		if failed > 0 {
+			state = fmt.Sprintf("%d of %d thresholds failed", failed, total)
+		}
+		p.printf("%s: the run was stopped early; %s on the part that ran.\n", p.paint("INTERRUPTED", false), state)
+	case sum.Aborted != "":
+		p.printf("%s: aborted by threshold %q; %d of %d thresholds failed.\n", p.paint("FAIL", false), sum.Aborted, failed, total)
+	case !sum.Passed && failed > 0:
+		p.printf("%s: %d of %d thresholds failed.\n", p.paint("FAIL", false), failed, total)
+	case !sum.Passed:
+		p.printf("%s: the run failed.\n", p.paint("FAIL", false))
+	case total == 0:
+		p.printf("%s: the run completed; no thresholds were set.\n", p.paint("PASS", true))
+	default:
+		p.printf("%s: all %d thresholds held.\n", p.paint("PASS", true), total)
+	}
+}
+
+// pad left-aligns s in width runes.
+func pad(s string, width int) string {
+	if n := utf8.RuneCountInString(s); n < width {
+		return s + strings.Repeat(" ", width-n)
+	}
+	return s
+}
+
+// counts renders a map of counts sorted by key: "200 1190  500 10".
+func counts(m map[string]int64) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		b.WriteString(k)
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatInt(m[k], 10))
+	}
+	return b.String()
+}
+
+// formatMs keeps about three significant digits, down to a microsecond:
+// 0.412, 2.55, 23.4, 1610.
+func formatMs(v float64) string {
+	switch a := math.Abs(v); {
+	case a == 0:
+		return "0"
+	case a < 1:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	case a < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case a < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+}
+
+// formatPercent prints a percentage without hiding a rare error as 0.
+func formatPercent(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 0.01:
+		return "<0.01"
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+}
+
+// formatValue prints a threshold's measured value: three decimals at most
+// for durations and counts, four significant digits for rates below 1.
+func formatValue(v float64) string {
+	if math.Abs(v) < 1 {
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+}
+
+// kibPerSecond is bytes / duration / 1024, as JMeter's KB/s.
+func kibPerSecond(bytes int64, durationS float64) string {
+	if durationS <= 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(bytes)/durationS/1024, 'f', 1, 64)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
