@@ -1,0 +1,388 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"net/http/cookiejar"
+	"net/http/httptrace"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hload/hload/protocols"
+)
+
+// Client executes calls against one HTTP target. Each VU gets its own
+// transport, connections and cookie jar on its first call.
+type Client struct {
+	cfg   *targetConfig
+	check func(*nethttp.Request, []*nethttp.Request) error
+
+	// vus is a copy-on-grow table indexed by VU id, read without a lock
+	// because VU ids are dense; mu serialises adding VUs and growing it.
+	vus atomic.Pointer[vuTable]
+	mu  sync.Mutex
+	// sparse holds VUs whose ids are too large for the table, so that a
+	// stray huge id cannot make the table allocate gigabytes.
+	sparse sync.Map
+}
+
+var _ protocols.Client = (*Client)(nil)
+
+// maxTableVU is the largest VU id kept in the table.
+const maxTableVU = 1 << 20
+
+type vuTable struct {
+	slots []atomic.Pointer[vu]
+}
+
+// errTooManyRedirects ends a call that was redirected more than the target
+// allows.
+var errTooManyRedirects = errors.New("too many redirects")
+
+func newClient(cfg *targetConfig) *Client {
+	c := &Client{cfg: cfg}
+	c.check = func(req *nethttp.Request, via []*nethttp.Request) error {
+		if !cfg.follow {
+			return nethttp.ErrUseLastResponse
+		}
+		if len(via) > cfg.maxRedirects {
+			return fmt.Errorf("%w: stopped after %d", errTooManyRedirects, cfg.maxRedirects)
+		}
+		return nil
+	}
+	return c
+}
+
+// vu returns the state of VU id, creating it on the VU's first call.
+func (c *Client) vu(id uint64) *vu {
+	if t := c.vus.Load(); t != nil && id < uint64(len(t.slots)) {
+		if v := t.slots[id].Load(); v != nil {
+			return v
+		}
+	}
+	if id > maxTableVU {
+		if v, ok := c.sparse.Load(id); ok {
+			return v.(*vu)
+		}
+		v, _ := c.sparse.LoadOrStore(id, newVU(c.cfg, c.check))
+		return v.(*vu)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.vus.Load()
+	if t == nil || id >= uint64(len(t.slots)) {
+		n := 64
+		if t != nil {
+			n = 2 * len(t.slots)
+		}
+		for uint64(n) <= id {
+			n *= 2
+		}
+		grown := &vuTable{slots: make([]atomic.Pointer[vu], n)}
+		if t != nil {
+			for i := range t.slots {
+				grown.slots[i].Store(t.slots[i].Load())
+			}
+		}
+		c.vus.Store(grown)
+		t = grown
+	}
+	v := t.slots[id].Load()
+	if v == nil {
+		v = newVU(c.cfg, c.check)
+		t.slots[id].Store(v)
+	}
+	return v
+}
+
+// Close closes the idle connections of every VU. Calls in flight keep theirs.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	t := c.vus.Load()
+	c.mu.Unlock()
+	if t != nil {
+		for i := range t.slots {
+			if v := t.slots[i].Load(); v != nil {
+				v.transport.CloseIdleConnections()
+			}
+		}
+	}
+	c.sparse.Range(func(_, v any) bool {
+		v.(*vu).transport.CloseIdleConnections()
+		return true
+	})
+	return nil
+}
+
+// vu is one virtual user's HTTP state. Do is never called concurrently for
+// one VU, so everything here but the byte counters and the call state's
+// trace marks belongs to the goroutine running the VU's current call.
+type vu struct {
+	cfg       *targetConfig
+	counters  byteCounters
+	transport *nethttp.Transport
+	client    nethttp.Client
+	jar       lazyJar
+
+	// call holds what the transport's goroutines may touch during a call.
+	// It is reused only when the previous call provably left none of them
+	// behind, and replaced otherwise.
+	call *callState
+	// req is the template each call's request is copied from, so that
+	// WithContext makes the call's only Request allocation.
+	req nethttp.Request
+	// lastPath and lastURL cache the URL of the last call without a query
+	// attribute: most requests repeat their path.
+	lastPath string
+	lastURL  *url.URL
+	// body holds the response body when a check needs it.
+	body bytes.Buffer
+	// pending is a response the client is to take as its first hop's,
+	// because send made that hop itself; see replay.
+	pending *nethttp.Response
+}
+
+// send sends req with the VU's cookies and redirect policy. A call by a VU
+// that holds no cookie and gets no redirect to follow goes straight to the
+// transport: nethttp.Client would copy the headers of every request, in case
+// of a redirect, for nothing. A redirect to follow is handed to the client
+// with the response already in hand, so the client applies Go's redirect
+// rules without sending the first request again.
+func (v *vu) send(req *nethttp.Request) (*nethttp.Response, error) {
+	if v.jar.jar != nil {
+		return v.client.Do(req)
+	}
+	resp, err := v.transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if v.cfg.follow && isRedirect(resp) {
+		v.pending = resp
+		resp, err = v.client.Do(req)
+		v.pending = nil
+		return resp, err
+	}
+	if len(resp.Header["Set-Cookie"]) > 0 {
+		// As nethttp.Client does: cookies belong to the Host header's host.
+		u := req.URL
+		if req.Host != "" {
+			c := *u
+			c.Host = req.Host
+			u = &c
+		}
+		v.jar.SetCookies(u, resp.Cookies())
+	}
+	return resp, nil
+}
+
+// isRedirect reports whether nethttp.Client would follow resp.
+func isRedirect(resp *nethttp.Response) bool {
+	switch resp.StatusCode {
+	case 301, 302, 303, 307, 308:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
+}
+
+// replay is the VU's client transport: it returns the pending response once,
+// then sends through the VU's transport.
+type replay vu
+
+func (r *replay) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
+	if resp := r.pending; resp != nil {
+		r.pending = nil
+		return resp, nil
+	}
+	return r.transport.RoundTrip(req)
+}
+
+func newVU(cfg *targetConfig, check func(*nethttp.Request, []*nethttp.Request) error) *vu {
+	v := &vu{cfg: cfg}
+	d := newDialer(cfg, &v.counters)
+	protos := new(nethttp.Protocols)
+	protos.SetHTTP1(true)
+	h2 := cfg.http2 && cfg.base.Scheme == "https"
+	protos.SetHTTP2(h2)
+	v.transport = &nethttp.Transport{
+		// hload connects to the target itself; a proxy would be measured
+		// instead of the target.
+		Proxy:               nil,
+		DialContext:         d.DialContext,
+		DialTLSContext:      d.DialTLSContext,
+		ForceAttemptHTTP2:   h2,
+		Protocols:           protos,
+		MaxConnsPerHost:     cfg.connsPerVU,
+		MaxIdleConnsPerHost: cfg.connsPerVU,
+		IdleConnTimeout:     90 * time.Second,
+		// The body is read as it comes on the wire, so byte counts are
+		// wire bytes and the server does not pay for compression.
+		DisableCompression: true,
+	}
+	v.client = nethttp.Client{Transport: (*replay)(v), Jar: &v.jar, CheckRedirect: check}
+	v.call = newCallState()
+	return v
+}
+
+// callState is what the transport's goroutines write during a call: the
+// trace hooks and marks, and the header map its writer reads.
+type callState struct {
+	trace  httptrace.ClientTrace
+	header nethttp.Header
+
+	start     time.Time
+	firstByte atomic.Int64 // time to first byte in ns; 0 until seen
+	wrote     atomic.Int32 // requests the transport finished writing
+	conns     int32        // connections handed to the call (caller's goroutine)
+	connect   time.Duration
+	connected time.Time
+	newConn   bool
+}
+
+func newCallState() *callState {
+	s := &callState{header: make(nethttp.Header, 8)}
+	s.trace = httptrace.ClientTrace{
+		GotConn:              s.gotConn,
+		GotFirstResponseByte: s.gotFirstResponseByte,
+		WroteRequest:         s.wroteRequest,
+	}
+	return s
+}
+
+func (s *callState) reset(start time.Time) {
+	s.start = start
+	s.firstByte.Store(0)
+	s.wrote.Store(0)
+	s.conns = 0
+	s.connect = 0
+	s.connected = time.Time{}
+	s.newConn = false
+}
+
+// gotConn runs on the caller's goroutine for HTTP/1 and HTTP/2 alike.
+func (s *callState) gotConn(info httptrace.GotConnInfo) {
+	s.conns++
+	if info.Reused {
+		return
+	}
+	if c := connOf(info.Conn); c != nil && c.reported.CompareAndSwap(false, true) {
+		s.connect += c.connect
+		s.connected = c.connected
+		s.newConn = true
+	}
+}
+
+// gotFirstResponseByte keeps the last response's: after redirects, the time
+// to the first byte of the response the call ends with.
+func (s *callState) gotFirstResponseByte() {
+	d := time.Since(s.start)
+	if d <= 0 {
+		d = 1
+	}
+	s.firstByte.Store(int64(d))
+}
+
+func (s *callState) wroteRequest(httptrace.WroteRequestInfo) {
+	s.wrote.Add(1)
+}
+
+// quiet reports whether no transport goroutine can still touch s: every
+// request handed a connection has been written, so the header map is no
+// longer read, and the response arrived, so no first-byte hook is pending.
+func (s *callState) quiet() bool {
+	return s.wrote.Load() == s.conns
+}
+
+// lazyJar is a cookie jar that costs nothing until the server sets a cookie.
+type lazyJar struct {
+	jar *cookiejar.Jar
+}
+
+func (j *lazyJar) Cookies(u *url.URL) []*nethttp.Cookie {
+	if j.jar == nil {
+		return nil
+	}
+	return j.jar.Cookies(u)
+}
+
+func (j *lazyJar) SetCookies(u *url.URL, cookies []*nethttp.Cookie) {
+	if j.jar == nil {
+		j.jar, _ = cookiejar.New(nil) // never fails without options
+	}
+	j.jar.SetCookies(u, cookies)
+}
+
+// maxKeptBody bounds the body buffer a VU keeps between calls.
+const maxKeptBody = 1 << 20
+
+// Do executes one call for call.VU and emits its samples.
+func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+	start := time.Now()
+	v := c.vu(call.VU)
+	st := v.call
+
+	req, timeout, err := v.build(call.Request, st.header)
+	if err != nil {
+		end := time.Now()
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start), Error: protocols.ErrProtocol})
+		return
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	st.reset(start)
+	req = req.WithContext(httptrace.WithClientTrace(rctx, &st.trace))
+	sent, received := v.counters.sent.Load(), v.counters.received.Load()
+
+	resp, err := v.send(req)
+	var status int
+	var body []byte
+	if resp != nil {
+		status = resp.StatusCode
+		if err == nil {
+			if call.KeepBody {
+				v.body.Reset()
+				_, err = v.body.ReadFrom(resp.Body)
+				body = v.body.Bytes()
+			} else {
+				_, err = io.Copy(io.Discard, resp.Body)
+			}
+			resp.Body.Close()
+		}
+	}
+	end := time.Now()
+
+	kind := protocols.ErrNone
+	if err != nil {
+		kind = classify(ctx, rctx, err)
+	}
+	if err != nil || !st.quiet() {
+		// A transport goroutine may still hold st; let it keep it.
+		v.call = newCallState()
+	}
+
+	if st.newConn {
+		emit(protocols.Sample{Metric: protocols.MetricConnect, Time: st.connected, Value: st.connect})
+	}
+	if fb := time.Duration(st.firstByte.Load()); fb > 0 {
+		emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: start.Add(fb), Value: fb, Status: status})
+	}
+	emit(protocols.Sample{
+		Metric:        protocols.MetricRequest,
+		Time:          end,
+		Value:         end.Sub(start),
+		Status:        status,
+		Error:         kind,
+		BytesSent:     v.counters.sent.Load() - sent,
+		BytesReceived: v.counters.received.Load() - received,
+		Body:          body,
+	})
+	if v.body.Cap() > maxKeptBody {
+		v.body = bytes.Buffer{}
+	}
+}
