@@ -101,6 +101,9 @@ type Summary struct {
 	Scenarios    map[string]*ScenarioSummary `json:"scenarios"`
 	Metrics      map[string]MetricFigures    `json:"metrics"`
 	Thresholds   []ThresholdResult           `json:"thresholds"`
+	// Warnings are problems that did not stop the run, such as an
+	// expression that failed to evaluate for some iterations.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ScenarioSummary is one scenario in the Summary.

@@ -1,0 +1,482 @@
+package metrics
+
+import (
+	"cmp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hload/hload/protocols"
+)
+
+// Histogram geometry: microseconds from 1 us to 1 hour at 3 significant
+// figures, so a reported latency is within 0.1 % of the measured one.
+const (
+	lowestMicros  = 1
+	highestMicros = int64(time.Hour / time.Microsecond)
+	sigFigs       = 3
+)
+
+func newHistogram() *hdr.Histogram {
+	return hdr.New(lowestMicros, highestMicros, sigFigs)
+}
+
+// micros converts a duration to the histogram's unit, clamped to its range,
+// so that no value is ever rejected (and none is silently lost).
+func micros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if us < lowestMicros {
+		return lowestMicros
+	}
+	if us > highestMicros {
+		return highestMicros
+	}
+	return us
+}
+
+// Aggregator folds samples into per-interval HDR histograms and counters per
+// series (scenario, request). Record is safe for concurrent use; Flush is
+// called once per interval by one goroutine; Totals and Requests may be
+// called at any time and see the totals as of the last Flush.
+type Aggregator struct {
+	seriesMu sync.Mutex
+	byKey    map[seriesKey]*Series
+	sorted   []*Series // by scenario, then request
+
+	// totalsMu guards every series' interval accumulators and totals. Flush
+	// holds it for writing, so Flush calls never overlap and readers never
+	// see a half-merged interval.
+	totalsMu sync.RWMutex
+}
+
+type seriesKey struct{ scenario, request string }
+
+// NewAggregator returns an empty aggregator.
+func NewAggregator() *Aggregator {
+	return &Aggregator{byKey: make(map[seriesKey]*Series)}
+}
+
+// Series returns the series for (scenario, request), creating it once; safe
+// for concurrent use. The core calls it at setup and keeps the handle, so
+// Record never looks a series up by name.
+func (a *Aggregator) Series(scenario, request string) *Series {
+	k := seriesKey{scenario, request}
+	a.seriesMu.Lock()
+	defer a.seriesMu.Unlock()
+	if s, ok := a.byKey[k]; ok {
+		return s
+	}
+	s := &Series{
+		scenario: scenario,
+		request:  request,
+		// One shard per P is enough: the pool in Record keeps each P on
+		// its own shard. Unused shards cost a few KB, as their histograms
+		// are only allocated on first use.
+		shards: make([]shard, max(1, runtime.GOMAXPROCS(0))),
+	}
+	a.byKey[k] = s
+	i, _ := slices.BinarySearchFunc(a.sorted, k, func(s *Series, k seriesKey) int {
+		if c := cmp.Compare(s.scenario, k.scenario); c != 0 {
+			return c
+		}
+		return cmp.Compare(s.request, k.request)
+	})
+	a.sorted = slices.Insert(a.sorted, i, s)
+	return s
+}
+
+// all returns a copy of the series list, so Flush and the readers can walk
+// it without holding seriesMu while Series is called concurrently.
+func (a *Aggregator) all() []*Series {
+	a.seriesMu.Lock()
+	defer a.seriesMu.Unlock()
+	return slices.Clone(a.sorted)
+}
+
+// Series accumulates the samples of one (scenario, request) pair. Its
+// handle is kept by the caller, so recording never looks a name up.
+type Series struct {
+	scenario string
+	request  string
+
+	shards []shard
+	// last holds, per P, the shard that P used last, so the same core keeps
+	// writing the same memory; picking shards at random instead makes every
+	// shard's cache lines move between cores and measured slower than one
+	// mutex (see BenchmarkRecordParallel).
+	last sync.Pool
+	next atomic.Uint32 // where the search for a free shard starts
+
+	// The rest is touched only under Aggregator.totalsMu.
+	interval        counters       // the interval being flushed
+	intervalLatency *hdr.Histogram // lazily allocated
+	total           counters
+	totalLatency    *hdr.Histogram            // lazily allocated
+	totalMetrics    map[string]*hdr.Histogram // other metrics, lazily allocated
+}
+
+// shard is one lock-protected part of a series, used mostly by one P at a
+// time. Flush merges the shards.
+type shard struct {
+	mu      sync.Mutex
+	latency *hdr.Histogram            // request latency, lazily allocated
+	metrics map[string]*hdr.Histogram // other metrics, created on first sight
+	counters
+	_ [64]byte // keep the next shard's mutex off this shard's last line
+}
+
+// Record folds one sample. It is safe for concurrent use from many
+// goroutines and does not allocate in the steady state. A MetricRequest
+// sample updates the count, errors, status and bytes counters and the
+// latency histogram; any other metric goes into that metric's histogram.
+func (s *Series) Record(smp protocols.Sample) {
+	sh := s.lock()
+	us := micros(smp.Value)
+	if smp.Metric == protocols.MetricRequest {
+		if sh.latency == nil {
+			sh.latency = newHistogram()
+		}
+		_ = sh.latency.RecordValue(us) // cannot fail: us is clamped to range
+		sh.counters.add(&smp)
+	} else {
+		h := sh.metrics[smp.Metric]
+		if h == nil {
+			h = sh.newMetric(smp.Metric)
+		}
+		_ = h.RecordValue(us)
+	}
+	sh.mu.Unlock()
+	s.last.Put(sh)
+}
+
+// newMetric creates the histogram of a metric seen for the first time in
+// this shard. The name is cloned because a plugin's sample may carry a
+// string backed by a reused buffer.
+func (sh *shard) newMetric(name string) *hdr.Histogram {
+	if sh.metrics == nil {
+		sh.metrics = make(map[string]*hdr.Histogram)
+	}
+	h := newHistogram()
+	sh.metrics[strings.Clone(name)] = h
+	return h
+}
+
+// lock locks and returns a shard: the one this P used last if it is free.
+// A busy one means another P shares it (a goroutine moved between Get and
+// Put, or two Ps were handed the same shard), so the caller leaves it and
+// takes the next free shard instead; this spreads the Ps out again by
+// itself. Only when every shard is busy does the caller wait.
+func (s *Series) lock() *shard {
+	if sh, _ := s.last.Get().(*shard); sh != nil && sh.mu.TryLock() {
+		return sh
+	}
+	n := uint32(len(s.shards))
+	start := s.next.Add(1)
+	for i := range n {
+		sh := &s.shards[(start+i)%n]
+		if sh.mu.TryLock() {
+			return sh
+		}
+	}
+	sh := &s.shards[start%n]
+	sh.mu.Lock()
+	return sh
+}
+
+// RecordChecks adds check outcomes to the current interval. Like Record, it
+// is safe for concurrent use and does not allocate.
+func (s *Series) RecordChecks(passed, failed int) {
+	sh := s.lock()
+	sh.checks.Passed += int64(passed)
+	sh.checks.Failed += int64(failed)
+	sh.mu.Unlock()
+	s.last.Put(sh)
+}
+
+// Flush ends the current interval [start, end). It returns the interval's
+// figures of every series that exists, sorted by scenario then request
+// (a series with no samples in the interval appears with zero counts), with
+// RPS = Count / (end - start), and merges the interval into the run totals.
+// It is meant to be called once per interval by one goroutine.
+func (a *Aggregator) Flush(start, end time.Time) []SeriesFigures {
+	list := a.all()
+	a.totalsMu.Lock()
+	defer a.totalsMu.Unlock()
+	out := make([]SeriesFigures, len(list))
+	seconds := end.Sub(start).Seconds()
+	for i, s := range list {
+		s.collect()
+		out[i] = SeriesFigures{
+			Scenario:       s.scenario,
+			Request:        s.request,
+			RequestFigures: requestFigures(&s.interval, s.intervalLatency, seconds),
+		}
+		s.fold()
+	}
+	return out
+}
+
+// collect moves every shard's interval data into the series' interval
+// accumulators (other metrics go straight to the totals, as no interval
+// figure reads them) and resets the shards for reuse. The caller holds
+// totalsMu.
+func (s *Series) collect() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.counters.moveTo(&s.interval)
+		if sh.latency != nil && sh.latency.TotalCount() > 0 {
+			if s.intervalLatency == nil {
+				s.intervalLatency = newHistogram()
+			}
+			s.intervalLatency.Merge(sh.latency)
+			sh.latency.Reset()
+		}
+		for name, h := range sh.metrics {
+			if h.TotalCount() == 0 {
+				continue
+			}
+			t := s.totalMetrics[name]
+			if t == nil {
+				if s.totalMetrics == nil {
+					s.totalMetrics = make(map[string]*hdr.Histogram)
+				}
+				t = newHistogram()
+				s.totalMetrics[name] = t
+			}
+			t.Merge(h)
+			h.Reset()
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// fold merges the interval accumulators into the totals and resets them for
+// the next interval. The caller holds totalsMu.
+func (s *Series) fold() {
+	s.interval.moveTo(&s.total)
+	if s.intervalLatency != nil && s.intervalLatency.TotalCount() > 0 {
+		if s.totalLatency == nil {
+			s.totalLatency = newHistogram()
+		}
+		s.totalLatency.Merge(s.intervalLatency)
+		s.intervalLatency.Reset()
+	}
+}
+
+// matches reports whether the series passes a filter where "" matches any.
+func (s *Series) matches(scenario, request string) bool {
+	return (scenario == "" || scenario == s.scenario) && (request == "" || request == s.request)
+}
+
+// Totals returns the run totals, as of the last Flush, of the series
+// matching scenario and request ("" matches any), merged: the request
+// figures with RPS = Count / elapsed, and the figures of every other metric
+// merged across those series.
+func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (RequestFigures, map[string]MetricFigures) {
+	list := a.all()
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+
+	var (
+		sum       counters
+		latencies []*hdr.Histogram
+		metrics   = make(map[string][]*hdr.Histogram)
+	)
+	for _, s := range list {
+		if !s.matches(scenario, request) {
+			continue
+		}
+		s.total.addTo(&sum)
+		if s.totalLatency != nil {
+			latencies = append(latencies, s.totalLatency)
+		}
+		for name, h := range s.totalMetrics {
+			metrics[name] = append(metrics[name], h)
+		}
+	}
+
+	rf := requestFigures(&sum, merged(latencies), elapsed.Seconds())
+	mf := make(map[string]MetricFigures, len(metrics))
+	for name, hs := range metrics {
+		mf[name] = metricFigures(merged(hs))
+	}
+	return rf, mf
+}
+
+// merged returns the sum of hs: the one histogram itself when there is only
+// one (the common case of a filter naming one series), so nothing is copied.
+func merged(hs []*hdr.Histogram) *hdr.Histogram {
+	switch len(hs) {
+	case 0:
+		return nil
+	case 1:
+		return hs[0]
+	}
+	m := newHistogram()
+	for _, h := range hs {
+		m.Merge(h)
+	}
+	return m
+}
+
+// Requests returns the run totals, as of the last Flush, per scenario and
+// request, for the summary; RPS = Count / elapsed.
+func (a *Aggregator) Requests(elapsed time.Duration) map[string]map[string]*RequestFigures {
+	list := a.all()
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	out := make(map[string]map[string]*RequestFigures)
+	for _, s := range list {
+		byRequest := out[s.scenario]
+		if byRequest == nil {
+			byRequest = make(map[string]*RequestFigures)
+			out[s.scenario] = byRequest
+		}
+		rf := requestFigures(&s.total, s.totalLatency, elapsed.Seconds())
+		byRequest[s.request] = &rf
+	}
+	return out
+}
+
+// knownKinds are the error kinds counted in a fixed array; any other kind
+// (a plugin's own) goes to an overflow map.
+var knownKinds = [...]protocols.ErrorKind{
+	protocols.ErrTimeout,
+	protocols.ErrConnectionRefused,
+	protocols.ErrReset,
+	protocols.ErrDNS,
+	protocols.ErrTLS,
+	protocols.ErrProtocol,
+	protocols.ErrInterrupted,
+}
+
+// kindIndex returns the index of k in knownKinds, or -1.
+func kindIndex(k protocols.ErrorKind) int {
+	for i, known := range knownKinds {
+		if k == known {
+			return i
+		}
+	}
+	return -1
+}
+
+// Status codes from statusLow to statusHigh are counted in a fixed array;
+// any other (a non-HTTP protocol's own codes) goes to an overflow map.
+const (
+	statusLow  = 100
+	statusHigh = 599
+)
+
+// counters are the request and check counts of a shard, an interval or a
+// run. The
+// overflow maps are created on first use and then kept, cleared, so the
+// steady state does not allocate.
+type counters struct {
+	count         int64
+	errors        int64
+	bytesSent     int64
+	bytesReceived int64
+	kinds         [len(knownKinds)]int64
+	otherKinds    map[protocols.ErrorKind]int64
+	status        [statusHigh - statusLow + 1]int64
+	otherStatus   map[int]int64
+	checks        ChecksFigures
+}
+
+// add counts one request sample.
+func (c *counters) add(smp *protocols.Sample) {
+	c.count++
+	c.bytesSent += smp.BytesSent
+	c.bytesReceived += smp.BytesReceived
+	if smp.Error != protocols.ErrNone {
+		c.errors++
+		if i := kindIndex(smp.Error); i >= 0 {
+			c.kinds[i]++
+		} else {
+			c.addOtherKind(smp.Error, 1)
+		}
+	}
+	if smp.Status != 0 {
+		if smp.Status >= statusLow && smp.Status <= statusHigh {
+			c.status[smp.Status-statusLow]++
+		} else {
+			c.addOtherStatus(smp.Status, 1)
+		}
+	}
+}
+
+// addTo adds c into dst.
+func (c *counters) addTo(dst *counters) {
+	dst.checks.Passed += c.checks.Passed
+	dst.checks.Failed += c.checks.Failed
+	// Every request sample bumps count, so without one there is nothing
+	// else to add; this skips the status array for idle series.
+	if c.count == 0 {
+		return
+	}
+	dst.count += c.count
+	dst.errors += c.errors
+	dst.bytesSent += c.bytesSent
+	dst.bytesReceived += c.bytesReceived
+	for i, n := range c.kinds {
+		dst.kinds[i] += n
+	}
+	for k, n := range c.otherKinds {
+		if n != 0 {
+			dst.addOtherKind(k, n)
+		}
+	}
+	for i, n := range c.status {
+		dst.status[i] += n
+	}
+	for code, n := range c.otherStatus {
+		if n != 0 {
+			dst.addOtherStatus(code, n)
+		}
+	}
+}
+
+// addOtherKind counts n errors of a kind outside knownKinds. A new kind's
+// name is cloned because a plugin's sample may carry a string backed by a
+// reused buffer.
+func (c *counters) addOtherKind(k protocols.ErrorKind, n int64) {
+	if _, ok := c.otherKinds[k]; ok {
+		c.otherKinds[k] += n
+		return
+	}
+	if c.otherKinds == nil {
+		c.otherKinds = make(map[protocols.ErrorKind]int64)
+	}
+	c.otherKinds[protocols.ErrorKind(strings.Clone(string(k)))] = n
+}
+
+// addOtherStatus counts n responses with a status outside the array.
+func (c *counters) addOtherStatus(code int, n int64) {
+	if c.otherStatus == nil {
+		c.otherStatus = make(map[int]int64)
+	}
+	c.otherStatus[code] += n
+}
+
+// moveTo adds c into dst and resets c. The overflow maps keep their keys,
+// zeroed, so a kind or status seen once never allocates again.
+func (c *counters) moveTo(dst *counters) {
+	if c.count == 0 && c.checks == (ChecksFigures{}) {
+		return
+	}
+	c.addTo(dst)
+	otherKinds, otherStatus := c.otherKinds, c.otherStatus
+	for k := range otherKinds {
+		otherKinds[k] = 0
+	}
+	for k := range otherStatus {
+		otherStatus[k] = 0
+	}
+	*c = counters{otherKinds: otherKinds, otherStatus: otherStatus}
+}

@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"strconv"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// percentiles are the ones every figure reports, in the order of
+// LatencyFigures' fields, so one scan of a histogram resolves them all.
+var percentiles = []float64{50, 90, 95, 99, 99.9}
+
+// ms converts a histogram value (microseconds) to milliseconds.
+func ms(us float64) float64 { return us / 1000 }
+
+// requestFigures turns counters and a latency histogram (nil when nothing
+// was recorded) into figures, with RPS = Count / seconds.
+func requestFigures(c *counters, latency *hdr.Histogram, seconds float64) RequestFigures {
+	rf := RequestFigures{
+		Count:         c.count,
+		Errors:        c.errors,
+		BytesSent:     c.bytesSent,
+		BytesReceived: c.bytesReceived,
+		Checks:        c.checks,
+		Latency:       latencyFigures(latency),
+		Status:        make(map[string]int64),
+		ErrorsByKind:  make(map[string]int64),
+	}
+	if c.count > 0 {
+		rf.ErrorRate = float64(c.errors) / float64(c.count)
+	}
+	if seconds > 0 {
+		rf.RPS = float64(c.count) / seconds
+	}
+	for i, n := range c.status {
+		if n != 0 {
+			rf.Status[strconv.Itoa(statusLow+i)] = n
+		}
+	}
+	for code, n := range c.otherStatus {
+		if n != 0 {
+			rf.Status[strconv.Itoa(code)] += n
+		}
+	}
+	for i, n := range c.kinds {
+		if n != 0 {
+			rf.ErrorsByKind[string(knownKinds[i])] = n
+		}
+	}
+	for k, n := range c.otherKinds {
+		if n != 0 {
+			rf.ErrorsByKind[string(k)] += n
+		}
+	}
+	return rf
+}
+
+// latencyFigures summarises a histogram in milliseconds; all zero when it is
+// nil or empty.
+func latencyFigures(h *hdr.Histogram) LatencyFigures {
+	l := shape(h)
+	if l != (LatencyFigures{}) {
+		l.Stdev = ms(h.StdDev())
+	}
+	return l
+}
+
+// metricFigures summarises the histogram of a metric other than the request
+// latency; all zero when it is nil or empty.
+func metricFigures(h *hdr.Histogram) MetricFigures {
+	l := shape(h)
+	if l == (LatencyFigures{}) {
+		return MetricFigures{}
+	}
+	return MetricFigures{
+		Count: h.TotalCount(),
+		Min:   l.Min,
+		Mean:  l.Mean,
+		P50:   l.P50,
+		P90:   l.P90,
+		P95:   l.P95,
+		P99:   l.P99,
+		P999:  l.P999,
+		Max:   l.Max,
+	}
+}
+
+// shape fills every latency figure but Stdev, which MetricFigures does not
+// carry and which costs another pass over the histogram.
+func shape(h *hdr.Histogram) LatencyFigures {
+	if h == nil || h.TotalCount() == 0 {
+		return LatencyFigures{}
+	}
+	p := h.ValueAtPercentilesSlice(percentiles)
+	return LatencyFigures{
+		Min:  ms(float64(h.Min())),
+		Mean: ms(h.Mean()),
+		P50:  ms(float64(p[0])),
+		P90:  ms(float64(p[1])),
+		P95:  ms(float64(p[2])),
+		P99:  ms(float64(p[3])),
+		P999: ms(float64(p[4])),
+		Max:  ms(float64(h.Max())),
+	}
+}
