@@ -122,6 +122,10 @@ type Request struct {
 	types   map[string]cty.Type       // attribute types from the RequestSpec
 	base    *hcl.EvalContext          // var, local and functions
 	value   cty.Value                 // the whole object when there is nothing dynamic
+
+	scenario    string    // the scenario's name
+	scenarioVal cty.Value // scenario = { name } for Value, built once
+	usesVU      bool      // a dynamic attribute uses vu; Value skips building it otherwise
 }
 
 // Iteration carries the per-iteration values an expression may use.

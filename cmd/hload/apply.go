@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hload/hload/core"
+	"github.com/hload/hload/demo"
+	"github.com/hload/hload/sinks/console"
+	"github.com/hload/hload/sinks/csv"
+)
+
+func cmdApply(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		common        commonFlags
+		summaryExport string
+		segment       string
+		startAt       string
+		quiet         bool
+	)
+	common.register(fs)
+	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this file")
+	fs.StringVar(&segment, "segment", "1/1", "run only share i of n of the load, for sharded runs")
+	fs.StringVar(&startAt, "start-at", "", "wait until this RFC3339 time before starting, to align shards")
+	fs.BoolVar(&quiet, "quiet", false, "print no live progress, only the summary")
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	seg, err := core.ParseSegment(segment)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	var startTime time.Time
+	if startAt != "" {
+		if startTime, err = time.Parse(time.RFC3339, startAt); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--start-at %q: want an RFC3339 time such as 2026-01-02T15:04:05Z", startAt)}
+		}
+	}
+
+	// The first signal stops the run gracefully; the second cancels calls
+	// in flight at once. Either way sinks are flushed and the summary
+	// printed.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := make(chan struct{})
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	go func() {
+		select {
+		case <-signals:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintln(stderr, "\nhload: stopping gracefully; press Ctrl-C again to cancel requests in flight")
+		close(stop)
+		select {
+		case <-signals:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	demoTarget := &lazyDemo{ctx: ctx}
+	defer demoTarget.close()
+	test, err := loadTest(files, &common, demoTarget.url, stderr)
+	if err != nil {
+		return err
+	}
+
+	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
+	for _, s := range test.Sinks {
+		switch s.Type {
+		case "csv":
+			sk, err := csv.New(s.Config, "")
+			if err != nil {
+				return &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
+			}
+			sinks = append(sinks, sk)
+		}
+	}
+
+	if !startTime.IsZero() {
+		if err := waitUntil(ctx, stop, startTime); err != nil {
+			return &exitError{code: exitInterrupted, err: err}
+		}
+	}
+	sum, runErr := core.Run(ctx, test, core.Options{
+		Protocols: registry(),
+		Sinks:     sinks,
+		Segment:   seg,
+		Version:   version,
+		Files:     files,
+		Stop:      stop,
+	})
+	if sum != nil && summaryExport != "" {
+		if err := writeJSON(summaryExport, sum); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("--summary-export: %w", err))
+		}
+	}
+	switch {
+	case runErr != nil:
+		return &exitError{code: exitRuntime, err: runErr}
+	case sum.Interrupted:
+		return &exitError{code: exitInterrupted}
+	case !sum.Passed:
+		return &exitError{code: exitThreshold}
+	}
+	return nil
+}
+
+// lazyDemo starts the embedded demo target the first time a config asks
+// for demo_url(), so a test file is all a newcomer needs.
+type lazyDemo struct {
+	ctx  context.Context
+	once sync.Once
+	srv  *demo.Server
+	err  error
+}
+
+func (d *lazyDemo) url() (string, error) {
+	d.once.Do(func() {
+		d.srv, d.err = demo.Start(d.ctx, "127.0.0.1:0", demo.Options{})
+	})
+	if d.err != nil {
+		return "", fmt.Errorf("starting the embedded demo target: %w", d.err)
+	}
+	return d.srv.URL(), nil
+}
+
+func (d *lazyDemo) close() {
+	if d.srv != nil {
+		d.srv.Close()
+	}
+}
+
+func waitUntil(ctx context.Context, stop <-chan struct{}, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-stop:
+		return errors.New("interrupted while waiting for --start-at")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// validateOnly is the DemoURL for commands that must not start anything.
+func validateOnly() (string, error) { return "http://127.0.0.1:0", nil }
+
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var common commonFlags
+	common.register(fs)
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	test, err := loadTest(files, &common, validateOnly, stderr)
+	if err != nil {
+		return err
+	}
+	requests := 0
+	for _, s := range test.Scenarios {
+		requests += len(s.Requests)
+	}
+	fmt.Fprintf(stdout, "%s: valid: %d target(s), %d scenario(s), %d request(s), %d threshold(s)\n",
+		files[0], len(test.Targets), len(test.Scenarios), requests, len(test.Thresholds))
+	return nil
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/protocols"
+	hloadhttp "github.com/hload/hload/protocols/http"
+	"github.com/hload/hload/sinks/csv"
+)
+
+// varFlags collects repeated --var k=v flags.
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+
+func (v varFlags) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	v[strings.TrimSpace(k)] = val
+	return nil
+}
+
+// commonFlags are the flags every command that loads a test shares.
+type commonFlags struct {
+	vars    varFlags
+	noColor bool
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	c.vars = varFlags{}
+	fs.Var(c.vars, "var", "set a variable: --var name=value (repeatable)")
+	fs.BoolVar(&c.noColor, "no-color", false, "print without colours")
+}
+
+// parseInterleaved parses flags that may come before or after the files,
+// as in `hload apply test.hcl --var n=1`.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, &exitError{code: exitUsage}
+		}
+		if fs.NArg() == 0 {
+			return files, nil
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// registry builds the protocols this binary knows. It is explicit, so
+// tests and plugins can build their own.
+func registry() *protocols.Registry {
+	return protocols.NewRegistry(hloadhttp.New())
+}
+
+func sinkSpecs() map[string]hcldec.ObjectSpec {
+	return map[string]hcldec.ObjectSpec{"csv": csv.Spec()}
+}
+
+// loadTest loads the files and renders any diagnostics to stderr, with
+// file, line, column and a snippet. A config error exits 2.
+func loadTest(files []string, c *commonFlags, demoURL func() (string, error), stderr io.Writer) (*config.Test, error) {
+	if len(files) == 0 {
+		return nil, &exitError{code: exitUsage, err: errors.New("no test file given; usage: hload apply FILE.hcl")}
+	}
+	test, diags := config.Load(files, config.Options{
+		Protocols: registry(),
+		Sinks:     sinkSpecs(),
+		Vars:      c.vars,
+		LookupEnv: os.LookupEnv,
+		DemoURL:   demoURL,
+	})
+	if len(diags) > 0 {
+		var parsed map[string]*hcl.File
+		if test != nil {
+			parsed = test.Files
+		}
+		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, !c.noColor && isTerminal(stderr))
+		w.WriteDiagnostics(diags)
+	}
+	if diags.HasErrors() {
+		n := len(diags.Errs())
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%d error(s) in the config; nothing was run", n)}
+	}
+	return test, nil
+}
+
+// isTerminal reports whether w is a character device, so colours are only
+// sent to a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

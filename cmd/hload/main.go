@@ -1,0 +1,94 @@
+// Command hload runs declarative load tests written in HCL.
+//
+// This package only parses flags, loads the config, wires the parts and
+// maps the outcome to an exit code; everything else lives in importable
+// packages.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes, as DESIGN.md specifies them.
+const (
+	exitOK          = 0
+	exitRuntime     = 1
+	exitUsage       = 2
+	exitThreshold   = 99
+	exitInterrupted = 130
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitError carries an exit code with an error already reported.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+const usage = `hload runs declarative load tests written in HCL.
+
+Usage:
+  hload apply [flags] FILE...     run a test
+  hload validate [flags] FILE...  check a test without running it (exit 0 or 2)
+  hload plan [flags] FILE...      print each scenario's schedule before running
+  hload demo [--listen ADDR]      serve the embedded demo shop
+  hload version                   print the version
+
+Run 'hload COMMAND -h' for a command's flags.
+`
+
+// run executes one command and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "apply":
+		err = cmdApply(args[1:], stdout, stderr)
+	case "validate":
+		err = cmdValidate(args[1:], stdout, stderr)
+	case "plan":
+		err = cmdPlan(args[1:], stdout, stderr)
+	case "demo":
+		err = cmdDemo(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "hload %s\n", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "hload: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "hload: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "hload: %v\n", err)
+	return exitRuntime
+}

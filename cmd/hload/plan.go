@@ -1,0 +1,66 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hload/hload/core"
+)
+
+func cmdPlan(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		common  commonFlags
+		segment string
+	)
+	common.register(fs)
+	fs.StringVar(&segment, "segment", "1/1", "plan only share i of n of the load")
+	files, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	seg, err := core.ParseSegment(segment)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	test, err := loadTest(files, &common, validateOnly, stderr)
+	if err != nil {
+		return err
+	}
+	for i, p := range core.Plan(test, seg) {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		printPlan(stdout, p)
+	}
+	return nil
+}
+
+func printPlan(w io.Writer, p core.ScenarioPlan) {
+	fmt.Fprintf(w, "scenario %q: %s executor, %s model\n", p.Name, p.Executor, p.Model)
+	if p.Bounded {
+		fmt.Fprintf(w, "  duration     %s (+ up to %s graceful stop)\n", p.Duration, p.GracefulStop)
+	} else {
+		fmt.Fprintf(w, "  duration     until every VU finishes its iterations (ramp-up %s)\n", p.Duration)
+	}
+	fmt.Fprintf(w, "  max VUs      %d\n", p.MaxVUs)
+	if p.Iterations >= 0 {
+		fmt.Fprintf(w, "  iterations   %d exactly\n", p.Iterations)
+	}
+	fmt.Fprintln(w, "  VUs over time (linear between points):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, pt := range p.Points {
+		fmt.Fprintf(tw, "    \t%s\t%d VUs\t\n", pt.At.Round(time.Millisecond), pt.VUs)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "  request mix:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range p.Requests {
+		fmt.Fprintf(tw, "    %s\ttarget %s\tweight %d\t%.1f %%\n", r.Name, r.Target, r.Weight, r.Share*100)
+	}
+	tw.Flush()
+}

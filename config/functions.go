@@ -1,0 +1,364 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// impureFunctions return a different value on every call. An expression that
+// calls one is evaluated per iteration, not once at load.
+var impureFunctions = map[string]bool{
+	"random_int":    true,
+	"random_choice": true,
+	"random_string": true,
+	"uuid":          true,
+}
+
+// maxRandomString bounds random_string so that a typo cannot exhaust memory.
+const maxRandomString = 1 << 20
+
+// uniformType is what uniform() returns. It is a capsule so that no other
+// attribute can accept it by accident: only think_time knows how to read it.
+var uniformType = cty.Capsule("uniform", reflect.TypeFor[ThinkTime]())
+
+// functions returns the explicit allow-list of functions a config may call.
+// dir is the folder file() is confined to.
+func functions(dir string, opts Options) map[string]function.Function {
+	return map[string]function.Function{
+		// go-cty stdlib
+		"abs":        stdlib.AbsoluteFunc,
+		"ceil":       stdlib.CeilFunc,
+		"floor":      stdlib.FloorFunc,
+		"max":        stdlib.MaxFunc,
+		"min":        stdlib.MinFunc,
+		"chomp":      stdlib.ChompFunc,
+		"coalesce":   stdlib.CoalesceFunc,
+		"concat":     stdlib.ConcatFunc,
+		"contains":   stdlib.ContainsFunc,
+		"distinct":   stdlib.DistinctFunc,
+		"element":    stdlib.ElementFunc,
+		"flatten":    stdlib.FlattenFunc,
+		"format":     stdlib.FormatFunc,
+		"formatdate": stdlib.FormatDateFunc,
+		"indent":     stdlib.IndentFunc,
+		"join":       stdlib.JoinFunc,
+		"jsondecode": stdlib.JSONDecodeFunc,
+		"jsonencode": stdlib.JSONEncodeFunc,
+		"keys":       stdlib.KeysFunc,
+		"length":     stdlib.LengthFunc,
+		"lookup":     stdlib.LookupFunc,
+		"lower":      stdlib.LowerFunc,
+		"merge":      stdlib.MergeFunc,
+		"range":      stdlib.RangeFunc,
+		"regex":      stdlib.RegexFunc,
+		"regexall":   stdlib.RegexAllFunc,
+		"replace":    stdlib.ReplaceFunc,
+		"reverse":    stdlib.ReverseListFunc,
+		"slice":      stdlib.SliceFunc,
+		"sort":       stdlib.SortFunc,
+		"split":      stdlib.SplitFunc,
+		"strrev":     stdlib.ReverseFunc,
+		"substr":     stdlib.SubstrFunc,
+		"title":      stdlib.TitleFunc,
+		"trim":       stdlib.TrimFunc,
+		"trimprefix": stdlib.TrimPrefixFunc,
+		"trimsuffix": stdlib.TrimSuffixFunc,
+		"trimspace":  stdlib.TrimSpaceFunc,
+		"upper":      stdlib.UpperFunc,
+		"values":     stdlib.ValuesFunc,
+		"zipmap":     stdlib.ZipmapFunc,
+		"tostring":   stdlib.MakeToFunc(cty.String),
+		"tonumber":   stdlib.MakeToFunc(cty.Number),
+		"tobool":     stdlib.MakeToFunc(cty.Bool),
+		"tolist":     stdlib.MakeToFunc(cty.List(cty.DynamicPseudoType)),
+		"tomap":      stdlib.MakeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"toset":      stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
+
+		// hload
+		"random_int":    randomIntFunc,
+		"random_choice": randomChoiceFunc,
+		"random_string": randomStringFunc,
+		"uuid":          uuidFunc,
+		"env":           envFunc(opts.LookupEnv),
+		"file":          fileFunc(dir),
+		"duration":      durationFunc,
+		"uniform":       uniformFunc,
+		"demo_url":      demoURLFunc(opts.DemoURL),
+	}
+}
+
+// randomIntFunc returns a whole number in [min, max], both included.
+var randomIntFunc = function.New(&function.Spec{
+	Description: "Returns a random whole number between min and max, both included.",
+	Params: []function.Parameter{
+		{Name: "min", Type: cty.Number},
+		{Name: "max", Type: cty.Number},
+	},
+	Type: function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		lo, ok := wholeNumber(args[0])
+		if !ok {
+			return cty.NilVal, function.NewArgErrorf(0, "min must be a whole number")
+		}
+		hi, ok := wholeNumber(args[1])
+		if !ok {
+			return cty.NilVal, function.NewArgErrorf(1, "max must be a whole number")
+		}
+		if lo > hi {
+			return cty.NilVal, function.NewArgErrorf(1, "max (%d) is less than min (%d)", hi, lo)
+		}
+		// The span is computed in uint64 so that the full int64 range works.
+		span := uint64(hi) - uint64(lo)
+		var r uint64
+		if span == math.MaxUint64 {
+			r = rand.Uint64()
+		} else {
+			r = rand.Uint64N(span + 1)
+		}
+		return cty.NumberIntVal(lo + int64(r)), nil
+	},
+})
+
+// randomChoiceFunc returns one element of a non-empty list, chosen at random.
+var randomChoiceFunc = function.New(&function.Spec{
+	Description: "Returns one element of a list, chosen at random.",
+	Params:      []function.Parameter{{Name: "list", Type: cty.DynamicPseudoType}},
+	Type: func(args []cty.Value) (cty.Type, error) {
+		ty := args[0].Type()
+		switch {
+		case ty.IsListType(), ty.IsSetType():
+			return ty.ElementType(), nil
+		case ty.IsTupleType(), ty == cty.DynamicPseudoType:
+			return cty.DynamicPseudoType, nil
+		}
+		return cty.NilType, function.NewArgErrorf(0, "a list is required")
+	},
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		list := args[0]
+		if list.IsNull() {
+			return cty.NilVal, function.NewArgErrorf(0, "a list is required, not null")
+		}
+		n := list.LengthInt()
+		if n == 0 {
+			return cty.NilVal, function.NewArgErrorf(0, "the list is empty")
+		}
+		pick := rand.IntN(n)
+		i := 0
+		for it := list.ElementIterator(); it.Next(); i++ {
+			if i == pick {
+				_, v := it.Element()
+				return v, nil
+			}
+		}
+		return cty.NilVal, errors.New("random_choice: list changed length") // unreachable
+	},
+})
+
+// alphanumeric is the alphabet of random_string.
+const alphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// randomStringFunc returns n random letters and digits.
+var randomStringFunc = function.New(&function.Spec{
+	Description: "Returns a string of n random letters and digits.",
+	Params:      []function.Parameter{{Name: "n", Type: cty.Number}},
+	Type:        function.StaticReturnType(cty.String),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		n, ok := wholeNumber(args[0])
+		if !ok || n < 0 || n > maxRandomString {
+			return cty.NilVal, function.NewArgErrorf(0, "n must be a whole number between 0 and %d", maxRandomString)
+		}
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphanumeric[rand.IntN(len(alphanumeric))]
+		}
+		return cty.StringVal(string(b)), nil
+	},
+})
+
+// uuidFunc returns a random (version 4) UUID.
+var uuidFunc = function.New(&function.Spec{
+	Description: "Returns a random UUID (version 4).",
+	Type:        function.StaticReturnType(cty.String),
+	Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+		id, err := uuid.NewRandom()
+		if err != nil {
+			return cty.NilVal, err
+		}
+		return cty.StringVal(id.String()), nil
+	},
+})
+
+// envFunc returns env(name): the value of an environment variable, or ""
+// when it is unset.
+func envFunc(lookup func(string) (string, bool)) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns the value of an environment variable, or an empty string when it is not set.",
+		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if lookup == nil {
+				return cty.StringVal(""), nil
+			}
+			v, _ := lookup(args[0].AsString())
+			if !utf8.ValidString(v) {
+				return cty.NilVal, function.NewArgErrorf(0, "the environment variable is not valid UTF-8")
+			}
+			return cty.StringVal(v), nil
+		},
+	})
+}
+
+// fileFunc returns file(path): the content of a file in the config folder.
+// Paths are relative to dir and may not leave it, neither with ".." nor
+// through a symbolic link, so a shared config cannot read arbitrary files.
+func fileFunc(dir string) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns the content of a file in the config folder.",
+		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			src, err := readConfined(dir, args[0].AsString())
+			if err != nil {
+				return cty.NilVal, function.NewArgError(0, err)
+			}
+			return cty.StringVal(src), nil
+		},
+	})
+}
+
+// readConfined reads path relative to dir, refusing any path that leaves dir.
+func readConfined(dir, path string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	// The lexical check gives a clear message for the common mistakes.
+	if filepath.IsAbs(path) || strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("absolute path %q is not allowed; use a path relative to the config folder %s", path, dir)
+	}
+	if !filepath.IsLocal(path) {
+		return "", fmt.Errorf("path %q leaves the config folder %s; file() can only read files inside it", path, dir)
+	}
+	// os.Root resolves symbolic links itself and refuses any that lead out
+	// of dir, without a window between checking and opening.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("cannot open the config folder: %w", err)
+	}
+	defer root.Close()
+	b, err := root.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("no file %q in the config folder %s", path, dir)
+	case err != nil && escapesThroughLink(dir, path):
+		return "", fmt.Errorf("path %q is a symbolic link that leads out of the config folder %s; file() can only read files inside it", path, dir)
+	case err != nil:
+		return "", fmt.Errorf("cannot read %q: %w", path, err)
+	}
+	if !utf8.Valid(b) {
+		return "", fmt.Errorf("file %q is not valid UTF-8 text", path)
+	}
+	return string(b), nil
+}
+
+// escapesThroughLink reports whether path, once its symbolic links are
+// resolved, lies outside dir. It only picks the error message; os.Root
+// already refused the read.
+func escapesThroughLink(dir, path string) bool {
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return false
+	}
+	realPath, err := filepath.EvalSymlinks(filepath.Join(dir, path))
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(realDir, realPath)
+	return err != nil || !filepath.IsLocal(rel)
+}
+
+// durationFunc returns duration(s): a duration as a number of seconds.
+var durationFunc = function.New(&function.Spec{
+	Description: `Returns a duration such as "1m30s" as a number of seconds.`,
+	Params:      []function.Parameter{{Name: "duration", Type: cty.DynamicPseudoType}},
+	Type:        function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		if args[0].IsNull() {
+			return cty.NilVal, function.NewArgErrorf(0, "a duration is required, not null")
+		}
+		d, err := durationFromValue(args[0])
+		if err != nil {
+			return cty.NilVal, function.NewArgError(0, err)
+		}
+		return cty.NumberFloatVal(d.Seconds()), nil
+	},
+})
+
+// uniformFunc returns uniform(min, max), a think time drawn uniformly from
+// [min, max]. Only think_time accepts its result.
+var uniformFunc = function.New(&function.Spec{
+	Description: "Returns a think time drawn uniformly between min and max. Only think_time accepts it.",
+	Params: []function.Parameter{
+		{Name: "min", Type: cty.DynamicPseudoType},
+		{Name: "max", Type: cty.DynamicPseudoType},
+	},
+	Type: function.StaticReturnType(uniformType),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		var bounds [2]time.Duration
+		for i, a := range args {
+			if a.IsNull() {
+				return cty.NilVal, function.NewArgErrorf(i, "a duration is required, not null")
+			}
+			d, err := durationFromValue(a)
+			if err != nil {
+				return cty.NilVal, function.NewArgError(i, err)
+			}
+			if d < 0 {
+				return cty.NilVal, function.NewArgErrorf(i, "the duration must not be negative")
+			}
+			bounds[i] = d
+		}
+		if bounds[0] > bounds[1] {
+			return cty.NilVal, function.NewArgErrorf(1, "max (%s) is less than min (%s)", bounds[1], bounds[0])
+		}
+		return cty.CapsuleVal(uniformType, &ThinkTime{Min: bounds[0], Max: bounds[1]}), nil
+	},
+})
+
+// demoURLFunc returns demo_url(): the address of hload's embedded demo
+// target. It calls get at most once, because get may start a server.
+func demoURLFunc(get func() (string, error)) function.Function {
+	var (
+		once sync.Once
+		url  string
+		err  error
+	)
+	return function.New(&function.Spec{
+		Description: "Returns the address of hload's embedded demo target.",
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+			if get == nil {
+				return cty.NilVal, errors.New("demo_url() is only available in hload apply, validate and plan")
+			}
+			once.Do(func() { url, err = get() })
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("cannot start the demo target: %w", err)
+			}
+			return cty.StringVal(url), nil
+		},
+	})
+}

@@ -1,0 +1,44 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that no input makes Parse panic, and that a config
+// without errors yields a test. It is seeded with every testdata file.
+func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob(filepath.Join("testdata", "*", "*.hcl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, path := range seeds {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	opts := testOptions()
+	opts.Vars = map[string]string{"vus": "3"}
+	dir := filepath.Join("testdata", "valid")
+	f.Fuzz(func(t *testing.T, src []byte) {
+		test, diags := Parse(map[string][]byte{"fuzz.hcl": src}, dir, opts)
+		if test == nil {
+			t.Fatal("Parse returned a nil Test")
+		}
+		if diags.HasErrors() {
+			return
+		}
+		if len(test.Scenarios) == 0 {
+			t.Fatal("no errors but no scenario")
+		}
+		// A valid test must also evaluate.
+		for _, s := range test.Scenarios {
+			for _, r := range s.Requests {
+				r.Value(Iteration{VU: 2, Iteration: 3, Scenario: s.Name})
+			}
+		}
+	})
+}

@@ -1,0 +1,227 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/hload/hload/protocols"
+)
+
+// The top-level block types.
+const (
+	blockVariable  = "variable"
+	blockLocals    = "locals"
+	blockTarget    = "target"
+	blockScenario  = "scenario"
+	blockThreshold = "threshold"
+	blockSink      = "sink"
+	blockData      = "data"
+	blockPlugin    = "plugin"
+)
+
+// rootSchema is the schema of a config file. data and plugin are listed so
+// that they get a "not supported yet" message rather than "unsupported".
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: blockVariable, LabelNames: []string{"name"}},
+		{Type: blockLocals},
+		{Type: blockTarget, LabelNames: []string{"name"}},
+		{Type: blockScenario, LabelNames: []string{"name"}},
+		{Type: blockThreshold},
+		{Type: blockSink, LabelNames: []string{"type"}},
+		{Type: blockData, LabelNames: []string{"type", "name"}},
+		{Type: blockPlugin, LabelNames: []string{"name"}},
+	},
+}
+
+// The roots of the per-iteration values.
+const (
+	rootVU       = "vu"
+	rootScenario = "scenario"
+	rootData     = "data"
+)
+
+// Load reads the HCL files at paths and returns the test they describe.
+// Several files merge into one test; file() is confined to the folder of
+// the first one. Load returns a non-nil Test whenever every file could be
+// read, so that the caller can render diagnostics with Test.Files; when the
+// diagnostics have errors, the rest of the Test is incomplete and must not
+// be run.
+func Load(paths []string, opts Options) (*Test, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if len(paths) == 0 {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "No configuration file",
+			Detail:   "Give at least one .hcl file that describes the test.",
+		}}
+	}
+	files := make(map[string][]byte, len(paths))
+	order := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if _, seen := files[p]; seen {
+			continue
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Cannot read configuration file",
+				Detail:   err.Error(),
+			})
+			continue
+		}
+		files[p] = src
+		order = append(order, p)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	t, more := parse(order, files, filepath.Dir(paths[0]), opts)
+	return t, append(diags, more...)
+}
+
+// Parse is Load for files already in memory, keyed by file name; dir is the
+// folder file() is confined to. Files are read in name order. Like Load, it
+// returns a non-nil Test whose Files can render the diagnostics.
+func Parse(files map[string][]byte, dir string, opts Options) (*Test, hcl.Diagnostics) {
+	order := make([]string, 0, len(files))
+	for name := range files {
+		order = append(order, name)
+	}
+	sort.Strings(order)
+	return parse(order, files, dir, opts)
+}
+
+// loader holds the state shared by the decoding phases.
+type loader struct {
+	opts  Options
+	test  *Test
+	funcs map[string]function.Function
+
+	// varCtx has only functions: variable defaults cannot use var or local.
+	varCtx *hcl.EvalContext
+	// base has var, local and the functions; requests keep it for Value.
+	base *hcl.EvalContext
+	// static is base plus unknown placeholders for the per-iteration roots.
+	// Each use of them in a static place is reported by checkStatic, and the
+	// placeholders keep hcl from reporting the same mistake a second time.
+	static *hcl.EvalContext
+
+	variables   map[string]cty.Value
+	targets     map[string]*targetEntry
+	targetNames []string // declaration order, for messages
+	scenarios   map[string]*Scenario
+}
+
+// blocks groups the top-level blocks of all files by type, in file order.
+type blocks map[string][]*hcl.Block
+
+func parse(order []string, files map[string][]byte, dir string, opts Options) (*Test, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	if opts.Protocols == nil {
+		opts.Protocols = protocols.NewRegistry()
+	}
+	test := &Test{Dir: dir, Files: make(map[string]*hcl.File, len(order))}
+
+	parser := hclparse.NewParser()
+	var parsed []*hcl.File
+	for _, name := range order {
+		f, d := parser.ParseHCL(files[name], name)
+		diags = append(diags, d...)
+		if f != nil {
+			test.Files[name] = f
+			parsed = append(parsed, f)
+		}
+	}
+	// A syntax error leaves the body partial; decoding it would only add
+	// confusing follow-up errors such as a missing scenario.
+	if diags.HasErrors() {
+		return test, diags
+	}
+
+	all := blocks{}
+	for _, f := range parsed {
+		content, d := f.Body.Content(rootSchema)
+		diags = append(diags, withBlockTypeHint(d)...)
+		for _, b := range content.Blocks {
+			all[b.Type] = append(all[b.Type], b)
+		}
+	}
+	for _, b := range append(all[blockData], all[blockPlugin]...) {
+		diags = append(diags, errorDiag(b.DefRange, fmt.Sprintf("%s blocks are not supported yet", b.Type),
+			"This version of hload cannot read %s blocks yet. Remove the block to run the test.", b.Type))
+	}
+
+	l := &loader{
+		opts:      opts,
+		test:      test,
+		funcs:     functions(dir, opts),
+		targets:   map[string]*targetEntry{},
+		scenarios: map[string]*Scenario{},
+	}
+	l.varCtx = &hcl.EvalContext{Functions: l.funcs}
+
+	// The phases run in dependency order: each one may use what the
+	// previous ones produced.
+	diags = append(diags, l.decodeVariables(all[blockVariable])...)
+	diags = append(diags, l.decodeLocals(all[blockLocals])...)
+	diags = append(diags, l.decodeTargets(all[blockTarget])...)
+	diags = append(diags, l.decodeScenarios(all[blockScenario])...)
+	diags = append(diags, l.decodeThresholds(all[blockThreshold])...)
+	diags = append(diags, l.decodeSinks(all[blockSink])...)
+
+	if len(all[blockScenario]) == 0 {
+		d := &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No scenario",
+			Detail:   `A test needs at least one scenario block, such as scenario "smoke" { executor = "constant-vus" ... }.`,
+		}
+		if len(parsed) > 0 {
+			start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
+			d.Subject = &hcl.Range{Filename: order[0], Start: start, End: start}
+		}
+		diags = append(diags, d)
+	}
+	return test, diags
+}
+
+// makeContexts builds the evaluation contexts once var and local are known.
+func (l *loader) makeContexts(locals cty.Value) {
+	l.base = &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"var":   cty.ObjectVal(l.variables),
+			"local": locals,
+		},
+		Functions: l.funcs,
+	}
+	l.static = l.base.NewChild()
+	l.static.Variables = map[string]cty.Value{
+		rootVU:       cty.DynamicVal,
+		rootScenario: cty.DynamicVal,
+		rootData:     cty.DynamicVal,
+	}
+}
+
+// rootBlockTypes lists the supported top-level blocks for messages.
+var rootBlockTypes = []string{blockVariable, blockLocals, blockTarget, blockScenario, blockThreshold, blockSink}
+
+// withBlockTypeHint adds the list of block types to hcl's "Unsupported
+// block type" errors that have no suggestion, so the user sees what is
+// expected instead.
+func withBlockTypeHint(diags hcl.Diagnostics) hcl.Diagnostics {
+	for _, d := range diags {
+		if d.Summary == "Unsupported block type" && !strings.Contains(d.Detail, "Did you mean") {
+			d.Detail += fmt.Sprintf(" The top-level blocks are %s.", quoteList(rootBlockTypes))
+		}
+	}
+	return diags
+}

@@ -1,0 +1,80 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+
+	"github.com/hload/hload/protocols"
+)
+
+// defaultProtocol is the protocol of a target that names none.
+const defaultProtocol = "http"
+
+// targetWhere names target blocks in messages about per-iteration values.
+const targetWhere = "A target block"
+
+// targetSchema holds the attribute every target has; the protocol's
+// TargetSpec decodes the rest.
+var targetSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "protocol"}},
+}
+
+// targetEntry is a declared target, kept for resolving request targets.
+type targetEntry struct {
+	target *Target
+	// info is nil when the protocol is unknown; requests to such a target
+	// are then not checked further, as the mistake is already reported.
+	info *protocols.Info
+}
+
+// decodeTargets is the third phase. Targets are static: they are opened
+// once, before the run.
+func (l *loader) decodeTargets(blocks []*hcl.Block) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if name == "" {
+			diags = append(diags, errorDiag(b.LabelRanges[0], "Empty target name", "A target needs a name, such as target \"shop\"."))
+			continue
+		}
+		if earlier, dup := l.targets[name]; dup {
+			diags = append(diags, duplicateDiag("target", name, b.DefRange, earlier.target.DeclRange))
+			continue
+		}
+		t, info, d := l.decodeTarget(b)
+		diags = append(diags, d...)
+		l.targets[name] = &targetEntry{target: t, info: info}
+		l.targetNames = append(l.targetNames, name)
+		l.test.Targets = append(l.test.Targets, t)
+	}
+	return diags
+}
+
+func (l *loader) decodeTarget(b *hcl.Block) (*Target, *protocols.Info, hcl.Diagnostics) {
+	t := &Target{Name: b.Labels[0], Protocol: defaultProtocol, DeclRange: b.DefRange}
+	content, rest, diags := b.Body.PartialContent(targetSchema)
+	protoRange := b.DefRange
+	if attr := content.Attributes["protocol"]; attr != nil {
+		s, ok, d := l.stringAttr(attr, targetWhere)
+		diags = append(diags, d...)
+		if !ok {
+			return t, nil, diags
+		}
+		t.Protocol, protoRange = s, attr.Expr.Range()
+	}
+	p, ok := l.opts.Protocols.Lookup(t.Protocol)
+	if !ok {
+		known := l.opts.Protocols.Names()
+		return t, nil, append(diags, errorDiag(protoRange, fmt.Sprintf("Unknown protocol %q", t.Protocol),
+			"Target %q uses protocol %q, which hload does not know.%s Known protocols: %s.",
+			t.Name, t.Protocol, didYouMean(t.Protocol, known), quoteList(known)))
+	}
+	info := p.Describe()
+	diags = append(diags, checkStatic(hcldec.Variables(rest, info.TargetSpec), targetWhere)...)
+	v, d := hcldec.Decode(rest, info.TargetSpec, l.static)
+	diags = append(diags, d...)
+	t.Config = v
+	return t, &info, diags
+}

@@ -1,0 +1,17 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenery "browse" {
+  executor = "constant-vus"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 10
+  duration = "1m"
+
+  request "home" {
+    path = "/"
+  }
+}

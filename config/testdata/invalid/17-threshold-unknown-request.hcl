@@ -1,0 +1,19 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 10
+  duration = "1m"
+
+  request "checkout" {
+    path = "/checkout"
+  }
+}
+
+threshold {
+  metric    = "latency"
+  request   = "chekout"
+  condition = "p95 < 200ms"
+}

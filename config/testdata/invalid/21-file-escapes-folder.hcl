@@ -1,0 +1,15 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 10
+  duration = "1m"
+
+  request "upload" {
+    method = "POST"
+    path   = "/upload"
+    body   = file("../../load.go")
+  }
+}

@@ -1,0 +1,310 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// thresholdWhere names threshold blocks in messages.
+const thresholdWhere = "A threshold block"
+
+// thresholdSchema is the schema of a threshold block.
+var thresholdSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "metric", Required: true},
+		{Name: "scenario"},
+		{Name: "request"},
+		{Name: "condition", Required: true},
+		{Name: "abort"},
+	},
+}
+
+// The metrics hload itself computes; any other name is a protocol metric.
+const (
+	metricLatency = "latency"
+	metricErrors  = "errors"
+	metricRPS     = "rps"
+	metricChecks  = "checks"
+)
+
+// The aggregations other than percentiles.
+const (
+	aggMean  = "mean"
+	aggStdev = "stdev"
+	aggMin   = "min"
+	aggMax   = "max"
+	aggRate  = "rate"
+	aggCount = "count"
+)
+
+// conditionForm is the shape of a condition, shown in every condition error.
+const conditionForm = `A condition is "<aggregation> <operator> <value>", such as "p95 < 200ms" or "rate < 1%".`
+
+// decodeThresholds is the fifth phase. It needs the scenarios.
+func (l *loader) decodeThresholds(blocks []*hcl.Block) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, b := range blocks {
+		t, d := l.decodeThreshold(b)
+		diags = append(diags, d...)
+		l.test.Thresholds = append(l.test.Thresholds, t)
+	}
+	return diags
+}
+
+func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
+	t := &Threshold{DeclRange: b.DefRange}
+	content, diags := b.Body.Content(thresholdSchema)
+	attrs := content.Attributes
+	var d hcl.Diagnostics
+
+	metricOK := false
+	if attr := attrs["metric"]; attr != nil {
+		t.Metric, metricOK, d = l.stringAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+		if metricOK && t.Metric == "" {
+			metricOK = false
+			diags = append(diags, errorDiag(attr.Expr.Range(), "Empty metric",
+				"Name the metric the threshold watches: latency, errors, rps, checks or a protocol metric such as ttfb."))
+		}
+	}
+
+	var scenario *Scenario
+	if attr := attrs["scenario"]; attr != nil {
+		name, ok, d := l.stringAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+		if ok {
+			t.Scenario = name
+			scenario = l.scenarios[name]
+			if scenario == nil {
+				diags = append(diags, errorDiag(attr.Expr.Range(), fmt.Sprintf("Unknown scenario %q", name),
+					"No scenario block is named %q.%s Declared scenarios: %s.",
+					name, didYouMean(name, l.scenarioNames()), quoteList(l.scenarioNames())))
+			}
+		}
+	}
+	if attr := attrs["request"]; attr != nil {
+		name, ok, d := l.stringAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+		if ok {
+			t.Request = name
+			// Without a known scenario the request is looked up everywhere.
+			if t.Scenario == "" || scenario != nil {
+				diags = append(diags, l.checkThresholdRequest(name, scenario, attr.Expr.Range())...)
+			}
+		}
+	}
+	if attr := attrs["condition"]; attr != nil {
+		text, ok, d := l.stringAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+		if ok {
+			c, kind, err := parseCondition(text)
+			if err == nil && metricOK {
+				err = checkCondition(t.Metric, c, kind)
+			}
+			if err != nil {
+				diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid threshold condition",
+					"%s %s", capitalize(err.Error())+".", conditionForm))
+			}
+			t.Condition = c
+		}
+	}
+	if attr := attrs["abort"]; attr != nil {
+		t.Abort, _, d = l.boolAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+	}
+	return t, diags
+}
+
+// checkThresholdRequest reports a request filter that matches no request:
+// in scenario when it is set, else in any scenario.
+func (l *loader) checkThresholdRequest(name string, scenario *Scenario, rng hcl.Range) hcl.Diagnostics {
+	scope := l.test.Scenarios
+	where := "any scenario"
+	if scenario != nil {
+		scope = []*Scenario{scenario}
+		where = fmt.Sprintf("scenario %q", scenario.Name)
+	}
+	var known []string
+	for _, s := range scope {
+		for _, r := range s.Requests {
+			if r.Name == name {
+				return nil
+			}
+			if !slices.Contains(known, r.Name) {
+				known = append(known, r.Name)
+			}
+		}
+	}
+	return hcl.Diagnostics{errorDiag(rng, fmt.Sprintf("Unknown request %q", name),
+		"No request block in %s is named %q, so this threshold would never see a sample.%s Requests: %s.",
+		where, name, didYouMean(name, known), quoteList(known))}
+}
+
+// scenarioNames returns the declared scenario names in declaration order.
+func (l *loader) scenarioNames() []string {
+	names := make([]string, len(l.test.Scenarios))
+	for i, s := range l.test.Scenarios {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// valueKind is how a condition's value was written.
+type valueKind int
+
+const (
+	valueNumber valueKind = iota
+	valueDuration
+	valuePercent
+)
+
+// conditionOps are the comparison operators, longest first so that "<="
+// is not read as "<".
+var conditionOps = []string{"<=", ">=", "==", "!=", "<", ">"}
+
+// parseCondition parses a condition such as "p95 < 200ms".
+func parseCondition(text string) (Condition, valueKind, error) {
+	c := Condition{Text: text}
+	s := strings.TrimSpace(text)
+	i := strings.IndexAny(s, "<>=!")
+	if i < 0 {
+		return c, 0, fmt.Errorf("%q has no comparison operator (<, <=, >, >=, == or !=)", text)
+	}
+	agg, rest := strings.TrimSpace(s[:i]), s[i:]
+	for _, op := range conditionOps {
+		if strings.HasPrefix(rest, op) {
+			c.Op = op
+			break
+		}
+	}
+	if c.Op == "" {
+		return c, 0, fmt.Errorf("%q has no valid operator; use <, <=, >, >=, == or !=", text)
+	}
+	if agg == "" {
+		return c, 0, fmt.Errorf("%q has no aggregation before %s", text, c.Op)
+	}
+	if err := parseAggregation(agg, &c); err != nil {
+		return c, 0, err
+	}
+	value := strings.TrimSpace(rest[len(c.Op):])
+	if strings.ContainsAny(value[:min(len(value), 1)], "<>=!") {
+		return c, 0, fmt.Errorf("%q has an unknown operator; use <, <=, >, >=, == or !=", text)
+	}
+	if value == "" {
+		return c, 0, fmt.Errorf("%q has no value after %s", text, c.Op)
+	}
+	kind, err := parseConditionValue(value, &c)
+	return c, kind, err
+}
+
+// parseAggregation reads p95, p99.9, p999, mean and the others into c.
+func parseAggregation(agg string, c *Condition) error {
+	switch agg {
+	case aggMean, aggStdev, aggMin, aggMax, aggRate, aggCount:
+		c.Aggregation = agg
+		return nil
+	}
+	errUnknown := fmt.Errorf("unknown aggregation %q; use a percentile such as p50, p95, p99, p999 or p99.9, or mean, stdev, min, max, rate or count", agg)
+	digits, ok := strings.CutPrefix(agg, "p")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789.") != "" || strings.Count(digits, ".") > 1 ||
+		strings.HasPrefix(digits, ".") || strings.HasSuffix(digits, ".") {
+		return errUnknown
+	}
+	// p999 is 99.9 and p9999 is 99.99, as in most load-testing tools.
+	if !strings.Contains(digits, ".") && len(digits) > 2 && strings.HasPrefix(digits, "99") {
+		digits = digits[:2] + "." + digits[2:]
+	}
+	p, err := strconv.ParseFloat(digits, 64)
+	if err != nil || p <= 0 || p > 100 {
+		return fmt.Errorf("percentile %q is out of range; it must be above 0 and at most 100", agg)
+	}
+	c.Aggregation, c.Percentile = agg, p
+	return nil
+}
+
+// parseConditionValue reads a number, a duration (in milliseconds) or a
+// percentage (as a fraction) into c.
+func parseConditionValue(value string, c *Condition) (valueKind, error) {
+	if num, ok := strings.CutSuffix(value, "%"); ok {
+		f, err := parseFinite(strings.TrimSpace(num))
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a percentage such as 1%% or 0.5%%", value)
+		}
+		c.Value = f / 100
+		return valuePercent, nil
+	}
+	if f, err := parseFinite(value); err == nil {
+		c.Value = f
+		return valueNumber, nil
+	}
+	if d, err := time.ParseDuration(value); err == nil {
+		c.Value, c.IsDuration = float64(d)/float64(time.Millisecond), true
+		return valueDuration, nil
+	}
+	return 0, fmt.Errorf(`%q is not a number, a duration such as "200ms" or a percentage such as "1%%"`, value)
+}
+
+// parseFinite parses a plain decimal number; "Inf" and "NaN" are not
+// numbers a user means in a condition.
+func parseFinite(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || strings.ContainsAny(s, "xXpP_") {
+		return 0, errors.New("not a number")
+	}
+	return f, nil
+}
+
+// checkCondition checks that a condition makes sense for its metric, such as
+// no "rate" on latency and no durations on errors.
+func checkCondition(metric string, c Condition, kind valueKind) error {
+	percentile := c.Percentile > 0
+	switch metric {
+	case metricLatency:
+		if !percentile && !slices.Contains([]string{aggMean, aggStdev, aggMin, aggMax}, c.Aggregation) {
+			return fmt.Errorf("the latency metric takes a percentile such as p95, or mean, stdev, min or max, not %s", c.Aggregation)
+		}
+		if kind == valuePercent {
+			return fmt.Errorf("the latency metric is compared with a duration such as 200ms (or a number of milliseconds), not a percentage")
+		}
+	case metricErrors, metricChecks:
+		switch {
+		case c.Aggregation != aggRate && c.Aggregation != aggCount:
+			return fmt.Errorf("the %s metric takes rate (a fraction, such as rate < 1%%) or count, not %s", metric, c.Aggregation)
+		case kind == valueDuration:
+			return fmt.Errorf("%s %s is compared with a number, not a duration", metric, c.Aggregation)
+		case c.Aggregation == aggCount && kind == valuePercent:
+			return fmt.Errorf("%s count is a number of requests, not a percentage; use rate for a percentage", metric)
+		case c.Aggregation == aggRate && (c.Value < 0 || c.Value > 1):
+			return fmt.Errorf("%s rate is a fraction between 0 and 1; write 5%% or 0.05", metric)
+		}
+	case metricRPS:
+		switch {
+		case c.Aggregation != aggRate && c.Aggregation != aggMean && c.Aggregation != aggCount:
+			return fmt.Errorf("the rps metric takes rate, mean or count, not %s", c.Aggregation)
+		case kind != valueNumber:
+			return fmt.Errorf("the rps metric is compared with a number of requests per second")
+		}
+	default:
+		// A protocol metric is a timing: percentiles and the like compare
+		// with durations, rate and count with numbers.
+		if kind == valuePercent && c.Aggregation != aggRate {
+			return fmt.Errorf("a percentage only makes sense with rate, not %s", c.Aggregation)
+		}
+	}
+	return nil
+}
+
+// capitalize upper-cases the first letter of a message.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,83 @@
+package core
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
+	hloadhttp "github.com/hload/hload/protocols/http"
+)
+
+// BenchmarkIteration measures the per-request hot path: pick a request by
+// weight, evaluate its expressions, execute it against a loopback server
+// and record the samples.
+func BenchmarkIteration(b *testing.B) {
+	body := []byte("012345678901234567890123456789012345678901234567890123456789") // 60 bytes, as in PERFORMANCE.md
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(body)
+	}))
+	defer srv.Close()
+	for _, bc := range []struct {
+		name, path string
+	}{
+		{"static", `"/static"`},
+		{"dynamic", `"/item/${vu.id}/${random_int(1, 1000)}"`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			test := loadTest(b, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  request "a" {
+    weight = 3
+    path   = `+bc.path+`
+  }
+  request "b" {
+    weight = 1
+    path   = "/b"
+    check {
+      status = [200]
+    }
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+			sc := benchScenario(b, test.Scenarios[0], test.Targets[0].Config)
+			v := sc.acquire()
+			ctx := context.Background()
+			v.runIteration(ctx) // warm the VU's connection
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				v.runIteration(ctx)
+			}
+		})
+	}
+}
+
+func benchScenario(b *testing.B, s *config.Scenario, target cty.Value) *scenarioRun {
+	b.Helper()
+	client, err := hloadhttp.New().Open(context.Background(), target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Close() })
+	agg := metrics.NewAggregator()
+	sc := &scenarioRun{run: &runState{evalErrors: map[string]string{}}, cfg: s, name: s.Name, ending: make(chan struct{})}
+	weights := []int{}
+	for _, r := range s.Requests {
+		weights = append(weights, r.Weight)
+		sc.requests = append(sc.requests, request{cfg: r, client: client, series: agg.Series(s.Name, r.Name)})
+	}
+	sc.picker = newPicker(weights)
+	return sc
+}

@@ -1,0 +1,306 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/protocols"
+)
+
+// Options are what a run needs besides the test.
+type Options struct {
+	Protocols *protocols.Registry
+	Sinks     []Sink
+	// Interval between snapshots; 1s when zero.
+	Interval time.Duration
+	// Segment is this machine's share of the run; the zero value is all.
+	Segment Segment
+	Version string
+	Files   []string
+	// Stop, when closed, stops the run gracefully, as at its planned end:
+	// no new iterations, in-flight calls get the graceful stop. The CLI
+	// closes it on the first SIGINT. Cancelling Run's ctx instead cancels
+	// in-flight calls at once.
+	Stop <-chan struct{}
+}
+
+// runState is what every scenario of one run shares.
+type runState struct {
+	nextVU   atomic.Uint64
+	rawSinks []RawSink
+
+	evalMu     sync.Mutex
+	evalErrors map[string]string // "scenario/request" -> first evaluation error
+}
+
+func (r *runState) noteEvalError(scenario, request string, diags hcl.Diagnostics) {
+	r.evalMu.Lock()
+	defer r.evalMu.Unlock()
+	key := scenario + "/" + request
+	if _, seen := r.evalErrors[key]; !seen {
+		r.evalErrors[key] = diags.Error()
+	}
+}
+
+// Run executes the test and returns its summary. The error reports a
+// runtime failure (a target could not be opened, a sink failed); the
+// summary is still returned when load was sent, so the caller can print
+// it. Thresholds decide Summary.Passed. An interrupted run is not an
+// error: its summary has Interrupted set, because its results are valid.
+func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary, error) {
+	interval := opts.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	state := &runState{evalErrors: map[string]string{}}
+	for _, s := range opts.Sinks {
+		raw, ok := s.(RawSink)
+		// A sink type may have the ability but not use it in this run (CSV
+		// without raw = true); skipping it keeps the hot path short.
+		if e, can := s.(interface{ RawEnabled() bool }); ok && can && !e.RawEnabled() {
+			ok = false
+		}
+		if ok {
+			state.rawSinks = append(state.rawSinks, raw)
+		}
+	}
+
+	clients, err := openClients(ctx, test, opts.Protocols)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+
+	agg := metrics.NewAggregator()
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	scenarios := make([]*scenarioRun, len(test.Scenarios))
+	info := metrics.RunInfo{RunID: uuid.NewString(), Version: opts.Version, Files: opts.Files}
+	for i, s := range test.Scenarios {
+		sc := &scenarioRun{
+			run:       state,
+			cfg:       s,
+			name:      s.Name,
+			thinkTime: s.ThinkTime,
+			ending:    make(chan struct{}),
+		}
+		sc.callCtx, sc.cancelCall = context.WithCancel(runCtx)
+		weights := make([]int, len(s.Requests))
+		si := metrics.ScenarioInfo{Name: s.Name, Executor: s.Executor.Name(), Model: model(s.Executor)}
+		for j, r := range s.Requests {
+			weights[j] = r.Weight
+			sc.requests = append(sc.requests, request{
+				cfg:      r,
+				client:   clients[r.Target],
+				series:   agg.Series(s.Name, r.Name),
+				keepBody: needsBody(r.Checks),
+			})
+			si.Requests = append(si.Requests, r.Name)
+		}
+		sc.picker = newPicker(weights)
+		scenarios[i] = sc
+		info.Scenarios = append(info.Scenarios, si)
+	}
+
+	info.Started = time.Now()
+	for i, s := range opts.Sinks {
+		if err := s.Start(ctx, info); err != nil {
+			for _, started := range opts.Sinks[:i] {
+				started.Close(metrics.Summary{})
+			}
+			return nil, fmt.Errorf("sink %d could not start: %w", i+1, err)
+		}
+	}
+
+	start := info.Started
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, sc := range scenarios {
+		wg.Go(func() { sc.execute(runCtx, opts.Segment) })
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	var (
+		sinkErr     error
+		interrupted bool
+		aborted     string
+		stop        = opts.Stop
+	)
+	endAll := func() {
+		for _, sc := range scenarios {
+			sc.end()
+		}
+	}
+	writeSnapshot := func(from, to time.Time) {
+		snap := metrics.Snapshot{
+			Start:   from,
+			End:     to,
+			Elapsed: to.Sub(start),
+			Series:  agg.Flush(from, to),
+			VUs:     make(map[string]int, len(scenarios)),
+		}
+		for _, sc := range scenarios {
+			snap.VUs[sc.name] = int(sc.vus.Load())
+		}
+		for _, s := range opts.Sinks {
+			if err := s.Write(snap); err != nil && sinkErr == nil {
+				sinkErr = err
+			}
+		}
+	}
+
+	ticker := time.NewTicker(interval)
+	last := start
+loop:
+	for {
+		select {
+		case <-done:
+			break loop
+		case <-stop:
+			interrupted = true
+			stop = nil
+			endAll()
+		case <-ctx.Done():
+			interrupted = true
+			endAll()
+			cancelRun()
+			<-done
+			break loop
+		case now := <-ticker.C:
+			writeSnapshot(last, now)
+			last = now
+			if aborted == "" {
+				if th := firstAbort(test.Thresholds, agg, now.Sub(start)); th != nil {
+					aborted = describe(th)
+					endAll()
+					cancelRun()
+				}
+			}
+		}
+	}
+	ticker.Stop()
+	end := time.Now()
+	writeSnapshot(last, end)
+
+	sum := buildSummary(test, agg, scenarios, info, end)
+	sum.Interrupted = interrupted
+	sum.Aborted = aborted
+	for key, msg := range state.evalErrors {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s: expressions failed at run time: %s", key, msg))
+	}
+	sort.Strings(sum.Warnings)
+
+	var closeErrs []error
+	for _, s := range opts.Sinks {
+		if err := s.Close(*sum); err != nil {
+			closeErrs = append(closeErrs, err)
+		}
+	}
+	if sinkErr != nil {
+		closeErrs = append([]error{sinkErr}, closeErrs...)
+	}
+	if len(closeErrs) > 0 {
+		return sum, fmt.Errorf("sink failed: %w", errors.Join(closeErrs...))
+	}
+	return sum, nil
+}
+
+// openClients opens one client per target that a request uses.
+func openClients(ctx context.Context, test *config.Test, reg *protocols.Registry) (map[string]protocols.Client, error) {
+	used := map[string]bool{}
+	for _, s := range test.Scenarios {
+		for _, r := range s.Requests {
+			used[r.Target] = true
+		}
+	}
+	clients := map[string]protocols.Client{}
+	for _, t := range test.Targets {
+		if !used[t.Name] {
+			continue
+		}
+		p, ok := reg.Lookup(t.Protocol)
+		if !ok {
+			closeAll(clients)
+			return nil, fmt.Errorf("target %q: unknown protocol %q", t.Name, t.Protocol)
+		}
+		c, err := p.Open(ctx, t.Config)
+		if err != nil {
+			closeAll(clients)
+			return nil, fmt.Errorf("target %q (%s): %w", t.Name, t.DeclRange, err)
+		}
+		clients[t.Name] = c
+	}
+	return clients, nil
+}
+
+func closeAll(clients map[string]protocols.Client) {
+	for _, c := range clients {
+		c.Close()
+	}
+}
+
+func needsBody(checks []config.Check) bool {
+	for _, c := range checks {
+		if c.BodyContains != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scenarioRun, info metrics.RunInfo, end time.Time) *metrics.Summary {
+	elapsed := end.Sub(info.Started)
+	sum := &metrics.Summary{
+		HloadVersion: info.Version,
+		RunID:        info.RunID,
+		Started:      info.Started,
+		Ended:        end,
+		DurationS:    elapsed.Seconds(),
+		Scenarios:    map[string]*metrics.ScenarioSummary{},
+	}
+	requests := agg.Requests(elapsed)
+	for _, sc := range scenarios {
+		sum.Scenarios[sc.name] = &metrics.ScenarioSummary{
+			Executor:   sc.cfg.Executor.Name(),
+			Model:      model(sc.cfg.Executor),
+			Iterations: sc.iterations.Load(),
+			Requests:   requests[sc.name],
+		}
+	}
+	_, sum.Metrics = agg.Totals("", "", elapsed)
+	sum.Passed = true
+	for _, th := range test.Thresholds {
+		res := evaluate(th, agg, elapsed)
+		sum.Thresholds = append(sum.Thresholds, res)
+		sum.Passed = sum.Passed && res.Passed
+	}
+	return sum
+}
+
+// describe names a threshold for messages: its metric, filters and
+// condition.
+func describe(th *config.Threshold) string {
+	parts := []string{th.Metric}
+	if th.Scenario != "" {
+		parts = append(parts, "scenario="+th.Scenario)
+	}
+	if th.Request != "" {
+		parts = append(parts, "request="+th.Request)
+	}
+	return strings.Join(parts, " ") + ": " + th.Condition.Text
+}

@@ -1,0 +1,532 @@
+package core
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/protocols"
+	hloadhttp "github.com/hload/hload/protocols/http"
+)
+
+// loadTest parses an HCL test against the real HTTP protocol.
+func loadTest(t testing.TB, src string, vars map[string]string) *config.Test {
+	t.Helper()
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, t.TempDir(), config.Options{
+		Protocols: protocols.NewRegistry(hloadhttp.New()),
+		Vars:      vars,
+	})
+	if diags.HasErrors() {
+		t.Fatalf("config: %s", diags.Error())
+	}
+	return test
+}
+
+func runTest(t testing.TB, test *config.Test, opts Options) *metrics.Summary {
+	t.Helper()
+	if opts.Protocols == nil {
+		opts.Protocols = protocols.NewRegistry(hloadhttp.New())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, test, opts)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return sum
+}
+
+// countingServer counts the requests it receives per path.
+type countingServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newCountingServer(t testing.TB, handler func(w http.ResponseWriter, r *http.Request)) *countingServer {
+	cs := &countingServer{counts: map[string]int{}}
+	cs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.mu.Lock()
+		cs.counts[r.URL.Path]++
+		cs.mu.Unlock()
+		if handler != nil {
+			handler(w, r)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(cs.Close)
+	return cs
+}
+
+func (cs *countingServer) count(path string) int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.counts[path]
+}
+
+const mixTest = `
+variable "base_url" {}
+target "shop" {
+  base_url = var.base_url
+}
+scenario "shop" {
+  executor   = "iterations"
+  vus        = 20
+  iterations = 1100
+  request "main" {
+    weight = 60
+    path   = "/main"
+  }
+  request "login" {
+    weight = 5
+    method = "POST"
+    path   = "/login"
+    json   = { user = "u${vu.id}" }
+  }
+  request "list" {
+    weight = 20
+    path   = "/list"
+  }
+  request "detail" {
+    weight = 10
+    path   = "/detail/${random_int(1, 1000)}"
+  }
+  request "order" {
+    weight = 5
+    method = "POST"
+    path   = "/order"
+  }
+}
+`
+
+// TestMixMatchesServerCounts shows that over 22,000 iterations of the
+// 60/5/20/10/5 mix each request's share is within 1 point of its weight,
+// and the summary counts exactly what the server received.
+func TestMixMatchesServerCounts(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, mixTest, map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{})
+
+	weights := map[string]float64{"main": 60, "login": 5, "list": 20, "detail": 10, "order": 5}
+	server := map[string]int{
+		"main": srv.count("/main"), "login": srv.count("/login"), "list": srv.count("/list"),
+		"order": srv.count("/order"),
+	}
+	srv.mu.Lock()
+	for path, n := range srv.counts {
+		if strings.HasPrefix(path, "/detail/") {
+			server["detail"] += n
+		}
+	}
+	srv.mu.Unlock()
+
+	total := 0
+	for _, n := range server {
+		total += n
+	}
+	if total != 22000 {
+		t.Fatalf("server saw %d requests, want 20 VUs x 1100 = 22000", total)
+	}
+	reqs := sum.Scenarios["shop"].Requests
+	for name, w := range weights {
+		got := reqs[name]
+		if got == nil {
+			t.Fatalf("summary has no request %q", name)
+		}
+		if got.Count != int64(server[name]) {
+			t.Errorf("%s: summary count %d, server count %d", name, got.Count, server[name])
+		}
+		if got.Errors != 0 {
+			t.Errorf("%s: %d errors: %v", name, got.Errors, got.ErrorsByKind)
+		}
+		share := 100 * float64(server[name]) / float64(total)
+		if math.Abs(share-w) > 1 {
+			t.Errorf("%s: share %.2f%%, weight %.0f%%", name, share, w)
+		}
+		t.Logf("%-6s weight %2.0f%%  share %6.3f%%  summary %5d  server %5d", name, w, share, got.Count, server[name])
+	}
+	if it := sum.Scenarios["shop"].Iterations; it != 22000 {
+		t.Errorf("iterations = %d, want 22000", it)
+	}
+}
+
+// TestIterationsRunsExactly shows the iterations executor runs exactly
+// vus x iterations iterations, with the ramp-up.
+func TestIterationsRunsExactly(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "group" {
+  executor   = "iterations"
+  vus        = 7
+  iterations = 13
+  ramp_up    = "350ms"
+  request "r" {
+    path = "/r"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{})
+	if got := sum.Scenarios["group"].Iterations; got != 91 {
+		t.Errorf("iterations = %d, want 7 x 13 = 91", got)
+	}
+	if got := srv.count("/r"); got != 91 {
+		t.Errorf("server saw %d, want 91", got)
+	}
+}
+
+// snapshotSink keeps every snapshot.
+type snapshotSink struct {
+	mu    sync.Mutex
+	snaps []metrics.Snapshot
+	sum   metrics.Summary
+}
+
+func (s *snapshotSink) Start(context.Context, metrics.RunInfo) error { return nil }
+func (s *snapshotSink) Write(snap metrics.Snapshot) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snaps = append(s.snaps, snap)
+	return nil
+}
+func (s *snapshotSink) Close(sum metrics.Summary) error { s.sum = sum; return nil }
+
+// TestRampingVUsFollowsStages samples the active VUs at each interval and
+// compares them with the linear plan: within 1 VU or 5 %.
+func TestRampingVUsFollowsStages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end timing run; scripts/test.sh runs it without -short")
+	}
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "ramp" {
+  executor   = "ramping-vus"
+  start_vus  = 0
+  stages     = [
+    { duration = "3s", target = 30 },
+    { duration = "2s", target = 30 },
+    { duration = "2s", target = 10 },
+    { duration = "2s", target = 0 },
+  ]
+  think_time = "20ms"
+  request "r" {
+    path = "/r"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	sink := &snapshotSink{}
+	runTest(t, test, Options{Sinks: []Sink{sink}, Interval: 250 * time.Millisecond})
+	exec := test.Scenarios[0].Executor
+	checked := 0
+	for _, snap := range sink.snaps {
+		if snap.Elapsed >= 9*time.Second {
+			break
+		}
+		want := plannedVUs(exec, Segment{}, snap.Elapsed)
+		got := snap.VUs["ramp"]
+		tolerance := max(1, int(math.Ceil(0.05*float64(want))))
+		if abs(got-want) > tolerance {
+			t.Errorf("at %v: %d active VUs, plan %d", snap.Elapsed.Round(time.Millisecond), got, want)
+		}
+		checked++
+	}
+	if checked < 30 {
+		t.Fatalf("only %d snapshots checked", checked)
+	}
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// TestLatencyIsRight runs against a handler that sleeps a fixed 50 ms:
+// p50 and p99 must be within 2 % + 0.5 ms of 50 ms.
+func TestLatencyIsRight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing-sensitive; scripts/test.sh runs it without -short and -race")
+	}
+	url := startSleepServer(t)
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "sleepy" {
+  executor   = "constant-vus"
+  vus        = 10
+  duration   = "8s"
+  # Spreads the VUs out, so ten responses do not arrive in the same
+  # instant and queue behind each other in the client.
+  think_time = uniform("0s", "10ms")
+  request "r" {
+    path = "/sleep"
+  }
+}
+`, map[string]string{"base_url": url})
+	sum := runTest(t, test, Options{})
+	r := sum.Scenarios["sleepy"].Requests["r"]
+	const want, bound = 50.0, 50*0.02 + 0.5
+	t.Logf("count %d p50 %.3f ms p99 %.3f ms max %.3f ms", r.Count, r.Latency.P50, r.Latency.P99, r.Latency.Max)
+	// Each VU's first call also opens its connection, about a millisecond
+	// more; over 8 s those ten calls stay under 1 % of the total.
+	if r.Count < 1200 {
+		t.Fatalf("only %d requests", r.Count)
+	}
+	for name, v := range map[string]float64{"p50": r.Latency.P50, "p99": r.Latency.P99} {
+		if math.Abs(v-want) > bound {
+			t.Errorf("%s = %.3f ms, want %.1f ± %.1f ms", name, v, want, bound)
+		}
+	}
+}
+
+// sleepServerEnv makes the test binary serve the 50 ms handler instead of
+// running tests: the server then has a process, and a scheduler, of its own,
+// as a real target does, and cannot steal the generator's CPU.
+const sleepServerEnv = "HLOAD_TEST_SLEEP_SERVER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(sleepServerEnv) == "1" {
+		serveSleep()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// serveSleep answers every request after exactly 50 ms and prints its
+// address on stdout. It exits when stdin closes.
+func serveSleep() {
+	// A nanosleep blocks its thread precisely; time.Sleep can wake up to
+	// a millisecond late under load, which would be the server's error,
+	// not hload's. Blocked threads hold their P until the runtime takes it
+	// back, so give the scheduler plenty of Ps.
+	runtime.GOMAXPROCS(64)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ln.Addr().String())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts := syscall.NsecToTimespec(int64(50 * time.Millisecond))
+		for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+		}
+		w.Write([]byte("slept"))
+	}))
+}
+
+// startSleepServer runs serveSleep in a child process and returns its URL.
+func startSleepServer(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), sleepServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("sleep server: %v", err)
+	}
+	return "http://" + strings.TrimSpace(addr)
+}
+
+const thresholdTest = `
+variable "base_url" {}
+variable "limit" {
+  default = "1s"
+}
+variable "duration" {
+  default = "1s"
+}
+variable "abort" {
+  default = false
+}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = var.duration
+  request "r" {
+    path = "/r"
+  }
+}
+threshold {
+  metric    = "latency"
+  condition = "p95 < ${var.limit}"
+  abort     = var.abort
+}
+`
+
+func TestThresholdVerdicts(t *testing.T) {
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+	})
+	for _, tc := range []struct {
+		limit  string
+		passed bool
+	}{{"1s", true}, {"1ms", false}} {
+		t.Run(tc.limit, func(t *testing.T) {
+			test := loadTest(t, thresholdTest, map[string]string{"base_url": srv.URL, "limit": tc.limit})
+			sum := runTest(t, test, Options{})
+			if sum.Passed != tc.passed || len(sum.Thresholds) != 1 || sum.Thresholds[0].Passed != tc.passed {
+				t.Fatalf("p95 < %s: passed=%v thresholds=%+v", tc.limit, sum.Passed, sum.Thresholds)
+			}
+		})
+	}
+}
+
+// TestAbortThresholdStopsEarly: an abort threshold that fails at once ends
+// a 60 s run within a few seconds.
+func TestAbortThresholdStopsEarly(t *testing.T) {
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond)
+	})
+	test := loadTest(t, thresholdTest, map[string]string{
+		"base_url": srv.URL, "limit": "1ms", "duration": "60s", "abort": "true",
+	})
+	start := time.Now()
+	sum := runTest(t, test, Options{Interval: 200 * time.Millisecond})
+	took := time.Since(start)
+	if sum.Aborted == "" || sum.Passed {
+		t.Fatalf("aborted=%q passed=%v", sum.Aborted, sum.Passed)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("abort took %v of a 60s run", took)
+	}
+	t.Logf("aborted after %v: %s", took.Round(time.Millisecond), sum.Aborted)
+}
+
+// TestStopIsGraceful: closing Stop ends a long run, marks it interrupted
+// and still returns counts that match the server.
+func TestStopIsGraceful(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, thresholdTest, map[string]string{"base_url": srv.URL, "duration": "60s"})
+	stop := make(chan struct{})
+	time.AfterFunc(700*time.Millisecond, func() { close(stop) })
+	sum := runTest(t, test, Options{Stop: stop})
+	if !sum.Interrupted {
+		t.Fatal("not marked interrupted")
+	}
+	if got, want := sum.Scenarios["s"].Requests["r"].Count, int64(srv.count("/r")); got != want || got == 0 {
+		t.Fatalf("summary count %d, server %d", got, want)
+	}
+}
+
+// TestGracefulStopInterruptsSlowCalls: calls still in flight when the
+// graceful stop runs out are cancelled and counted as interrupted.
+func TestGracefulStopInterruptsSlowCalls(t *testing.T) {
+	release := make(chan struct{})
+	var started atomic.Int64
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		started.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor      = "constant-vus"
+  vus           = 3
+  duration      = "300ms"
+  graceful_stop = "200ms"
+  request "r" {
+    path = "/hang"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	start := time.Now()
+	sum := runTest(t, test, Options{})
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	r := sum.Scenarios["s"].Requests["r"]
+	if r.Count != 3 || r.ErrorsByKind["interrupted"] != 3 {
+		t.Fatalf("count %d, errors %v; want 3 interrupted", r.Count, r.ErrorsByKind)
+	}
+}
+
+// TestSeveralScenariosRunAtOnce runs two scenarios side by side.
+func TestSeveralScenariosRunAtOnce(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "a" {
+  executor   = "iterations"
+  vus        = 2
+  iterations = 50
+  request "a" {
+    path = "/a"
+  }
+}
+scenario "b" {
+  executor   = "iterations"
+  vus        = 3
+  iterations = 10
+  request "b" {
+    path = "/b"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{})
+	got := []string{}
+	for name, s := range sum.Scenarios {
+		got = append(got, fmt.Sprintf("%s=%d", name, s.Iterations))
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != "a=100,b=30" || srv.count("/a") != 100 || srv.count("/b") != 30 {
+		t.Fatalf("iterations %v, server a=%d b=%d", got, srv.count("/a"), srv.count("/b"))
+	}
+}

@@ -1,0 +1,98 @@
+package core
+
+import (
+	"time"
+
+	"github.com/hload/hload/config"
+)
+
+// The schedule functions are pure: the executors follow them at run time
+// and `hload plan` prints them before anything runs, so both always agree.
+
+// plannedVUs returns how many VUs an executor wants active at elapsed time
+// t since its start, already scaled to the segment.
+func plannedVUs(exec config.Executor, seg Segment, t time.Duration) int {
+	switch e := exec.(type) {
+	case config.ConstantVUs:
+		if t < 0 || t >= e.Duration {
+			return 0
+		}
+		return seg.Scale(e.VUs)
+	case config.RampingVUs:
+		return seg.Scale(rampingVUsAt(e, t))
+	case config.Iterations:
+		// The number started by t; each then runs its iterations, so the
+		// plan shows the ramp only.
+		n := seg.Scale(e.VUs)
+		if t < 0 {
+			return 0
+		}
+		return startedBy(n, e.RampUp, t)
+	}
+	return 0
+}
+
+// rampingVUsAt interpolates linearly within the stage that holds t.
+func rampingVUsAt(e config.RampingVUs, t time.Duration) int {
+	if t < 0 {
+		return 0
+	}
+	from := e.StartVUs
+	for _, st := range e.Stages {
+		if t < st.Duration {
+			frac := float64(t) / float64(st.Duration)
+			return from + int(float64(st.Target-from)*frac)
+		}
+		t -= st.Duration
+		from = st.Target
+	}
+	return 0
+}
+
+// startedBy returns how many of n VUs, started evenly over rampUp, have
+// started by t. VU k (0-based) starts at k*rampUp/n, as in a JMeter thread
+// group.
+func startedBy(n int, rampUp, t time.Duration) int {
+	if rampUp <= 0 || n == 0 {
+		return n
+	}
+	if t >= rampUp {
+		return n
+	}
+	return min(n, int(int64(t)*int64(n)/int64(rampUp))+1)
+}
+
+// vuStartOffset is when VU k of n starts in an iterations executor.
+func vuStartOffset(k, n int, rampUp time.Duration) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(int64(rampUp) * int64(k) / int64(n))
+}
+
+// plannedDuration is how long the executor plans to send load, without
+// the graceful stop. For iterations without a bound it is the ramp-up only
+// and ok is false: the end depends on the server.
+func plannedDuration(exec config.Executor) (d time.Duration, ok bool) {
+	switch e := exec.(type) {
+	case config.ConstantVUs:
+		return e.Duration, true
+	case config.RampingVUs:
+		for _, st := range e.Stages {
+			d += st.Duration
+		}
+		return d, true
+	case config.Iterations:
+		if e.MaxDuration > 0 {
+			return e.MaxDuration, true
+		}
+		return e.RampUp, false
+	}
+	return 0, false
+}
+
+// model names the load model of an executor: closed (VUs loop) or open
+// (arrivals at a rate).
+func model(exec config.Executor) string {
+	return "closed"
+}
