@@ -15,7 +15,9 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 	var v float64
 	switch th.Metric {
 	case "latency":
-		v = latencyFigure(req.Latency, c)
+		v = latencyFigure(req.Latency, c, func(q float64) float64 {
+			return agg.Quantile(th.Scenario, th.Request, th.Metric, q)
+		})
 	case "errors":
 		if c.Aggregation == "count" {
 			v = float64(req.Errors)
@@ -44,9 +46,11 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 			v = float64(m.Count)
 		} else {
 			v = latencyFigure(metrics.LatencyFigures{
-				Min: m.Min, Mean: m.Mean, P50: m.P50, P90: m.P90, P95: m.P95,
+				Min: m.Min, Mean: m.Mean, Stdev: m.Stdev, P50: m.P50, P90: m.P90, P95: m.P95,
 				P99: m.P99, P999: m.P999, Max: m.Max,
-			}, c)
+			}, c, func(q float64) float64 {
+				return agg.Quantile(th.Scenario, th.Request, th.Metric, q)
+			})
 		}
 	}
 	return metrics.ThresholdResult{
@@ -60,8 +64,9 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 	}
 }
 
-// latencyFigure picks the aggregation out of latency figures, all in ms.
-func latencyFigure(l metrics.LatencyFigures, c config.Condition) float64 {
+// latencyFigure picks the aggregation out of latency figures, all in ms;
+// a percentile the figures do not carry, such as p75, comes from quantile.
+func latencyFigure(l metrics.LatencyFigures, c config.Condition, quantile func(q float64) float64) float64 {
 	switch c.Aggregation {
 	case "min":
 		return l.Min
@@ -84,7 +89,7 @@ func latencyFigure(l metrics.LatencyFigures, c config.Condition) float64 {
 	case 99.9:
 		return l.P999
 	}
-	return l.Max
+	return quantile(c.Percentile)
 }
 
 func holds(op string, v, limit float64) bool {

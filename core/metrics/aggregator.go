@@ -279,16 +279,41 @@ func (s *Series) matches(scenario, request string) bool {
 // figures with RPS = Count / elapsed, and the figures of every other metric
 // merged across those series.
 func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (RequestFigures, map[string]MetricFigures) {
-	list := a.all()
 	a.totalsMu.RLock()
 	defer a.totalsMu.RUnlock()
+	sum, latencies, metrics := a.matching(scenario, request)
+	rf := requestFigures(&sum, merged(latencies), elapsed.Seconds())
+	mf := make(map[string]MetricFigures, len(metrics))
+	for name, hs := range metrics {
+		mf[name] = metricFigures(merged(hs))
+	}
+	return rf, mf
+}
 
-	var (
-		sum       counters
-		latencies []*hdr.Histogram
-		metrics   = make(map[string][]*hdr.Histogram)
-	)
-	for _, s := range list {
+// Quantile returns the q-th percentile (0 < q < 100) in milliseconds of
+// the run totals of a metric over the matching series; metric "latency"
+// is the request latency. It serves percentiles the figures do not carry,
+// such as p75 in a threshold.
+func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float64 {
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	_, latencies, metrics := a.matching(scenario, request)
+	hs := latencies
+	if metric != "latency" {
+		hs = metrics[metric]
+	}
+	h := merged(hs)
+	if h == nil || h.TotalCount() == 0 {
+		return 0
+	}
+	return ms(float64(h.ValueAtQuantile(q)))
+}
+
+// matching gathers the run totals of the series matching scenario and
+// request ("" matches any). The caller holds totalsMu.
+func (a *Aggregator) matching(scenario, request string) (sum counters, latencies []*hdr.Histogram, metrics map[string][]*hdr.Histogram) {
+	metrics = make(map[string][]*hdr.Histogram)
+	for _, s := range a.all() {
 		if !s.matches(scenario, request) {
 			continue
 		}
@@ -300,17 +325,9 @@ func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (Re
 			metrics[name] = append(metrics[name], h)
 		}
 	}
-
-	rf := requestFigures(&sum, merged(latencies), elapsed.Seconds())
-	mf := make(map[string]MetricFigures, len(metrics))
-	for name, hs := range metrics {
-		mf[name] = metricFigures(merged(hs))
-	}
-	return rf, mf
+	return sum, latencies, metrics
 }
 
-// merged returns the sum of hs: the one histogram itself when there is only
-// one (the common case of a filter naming one series), so nothing is copied.
 func merged(hs []*hdr.Histogram) *hdr.Histogram {
 	switch len(hs) {
 	case 0:

@@ -68,7 +68,7 @@ func latencyFigures(h *hdr.Histogram) LatencyFigures {
 // metricFigures summarises the histogram of a metric other than the request
 // latency; all zero when it is nil or empty.
 func metricFigures(h *hdr.Histogram) MetricFigures {
-	l := shape(h)
+	l := latencyFigures(h)
 	if l == (LatencyFigures{}) {
 		return MetricFigures{}
 	}
@@ -76,6 +76,7 @@ func metricFigures(h *hdr.Histogram) MetricFigures {
 		Count: h.TotalCount(),
 		Min:   l.Min,
 		Mean:  l.Mean,
+		Stdev: l.Stdev,
 		P50:   l.P50,
 		P90:   l.P90,
 		P95:   l.P95,
@@ -85,8 +86,8 @@ func metricFigures(h *hdr.Histogram) MetricFigures {
 	}
 }
 
-// shape fills every latency figure but Stdev, which MetricFigures does not
-// carry and which costs another pass over the histogram.
+// shape fills every latency figure but Stdev, which costs another pass
+// over the histogram.
 func shape(h *hdr.Histogram) LatencyFigures {
 	if h == nil || h.TotalCount() == 0 {
 		return LatencyFigures{}

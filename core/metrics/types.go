@@ -62,6 +62,7 @@ type MetricFigures struct {
 	Count int64   `json:"count"`
 	Min   float64 `json:"min"`
 	Mean  float64 `json:"mean"`
+	Stdev float64 `json:"stdev"`
 	P50   float64 `json:"p50"`
 	P90   float64 `json:"p90"`
 	P95   float64 `json:"p95"`
