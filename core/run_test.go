@@ -530,3 +530,49 @@ scenario "b" {
 		t.Fatalf("iterations %v, server a=%d b=%d", got, srv.count("/a"), srv.count("/b"))
 	}
 }
+
+// TestFailedChecksAreNotErrors: a 500 with a status check fails the check
+// but is not an error; body checks see the body.
+func TestFailedChecksAreNotErrors(t *testing.T) {
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bad" {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		w.Write([]byte("hello world"))
+	})
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor   = "iterations"
+  vus        = 2
+  iterations = 20
+  request "good" {
+    path = "/good"
+    check {
+      status        = [200]
+      body_contains = "world"
+    }
+    check {
+      body_contains = "absent"
+    }
+  }
+  request "bad" {
+    path = "/bad"
+    check {
+      status = [200]
+    }
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{})
+	good, bad := sum.Scenarios["s"].Requests["good"], sum.Scenarios["s"].Requests["bad"]
+	if good.Checks.Passed != 20 || good.Checks.Failed != 20 || good.Errors != 0 {
+		t.Errorf("good: checks %+v, errors %d; want 20 passed, 20 failed, 0 errors", good.Checks, good.Errors)
+	}
+	if bad.Checks.Passed != 0 || bad.Checks.Failed != 20 || bad.Errors != 0 || bad.Status["500"] != 20 {
+		t.Errorf("bad: checks %+v, errors %d, status %v", bad.Checks, bad.Errors, bad.Status)
+	}
+}

@@ -245,7 +245,7 @@ func (p *printer) thresholds(ts []metrics.ThresholdResult) {
 		if t.Abort {
 			abort = "\tabort"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\tvalue %s%s\n", p.paint(word, t.Passed), name, t.Condition, formatValue(t.Value), abort)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tvalue %s%s\n", p.paint(word, t.Passed), name, t.Condition, formatValue(t), abort)
 	}
 	tw.Flush()
 }
@@ -333,13 +333,25 @@ func formatPercent(v float64) string {
 	}
 }
 
-// formatValue prints a threshold's measured value: three decimals at most
-// for durations and counts, four significant digits for rates below 1.
-func formatValue(v float64) string {
-	if math.Abs(v) < 1 {
-		return strconv.FormatFloat(v, 'g', 4, 64)
+// formatValue prints a threshold's measured value with its unit, read off
+// the metric and the condition's aggregation: rates of errors and checks as
+// percentages, requests per second with /s, counts bare, and every other
+// aggregation (percentiles, mean, min, max of a latency or a protocol
+// metric) in milliseconds.
+func formatValue(t metrics.ThresholdResult) string {
+	agg, _, _ := strings.Cut(strings.TrimSpace(t.Condition), " ")
+	v := t.Value
+	switch {
+	case agg == "count":
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case t.Metric == "errors" || t.Metric == "checks":
+		return strconv.FormatFloat(math.Round(v*1e6)/1e4, 'f', -1, 64) + "%"
+	case t.Metric == "rps":
+		return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + "/s"
+	case math.Abs(v) < 1:
+		return strconv.FormatFloat(v, 'g', 4, 64) + "ms"
 	}
-	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) + "ms"
 }
 
 // kibPerSecond is bytes / duration / 1024, as JMeter's KB/s.
