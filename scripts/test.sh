@@ -20,7 +20,10 @@ echo "== go test (race detector, short)"
 go test -race -short -count=1 -timeout 15m ./...
 
 echo "== go test (full, with timing-sensitive end-to-end runs)"
-go test -count=1 -timeout 30m ./...
+# -p 1: one package at a time, so a timing test (latency against a 50 ms
+# server, ramp tracking) never shares the two cores with another package's
+# load test.
+go test -p 1 -count=1 -timeout 30m ./...
 
 echo "== fuzz the config loader briefly"
 go test ./config -run '^$' -fuzz FuzzParse -fuzztime 20s
