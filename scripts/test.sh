@@ -26,7 +26,7 @@ echo "== go test (full, with timing-sensitive end-to-end runs)"
 go test -p 1 -count=1 -timeout 30m ./...
 
 echo "== fuzz the config loader briefly"
-go test ./config -run '^$' -fuzz FuzzParse -fuzztime 20s
+go test ./config -run '^$' -fuzz FuzzParse -fuzztime 20s -fuzzminimizetime 2s
 
 echo "== benchmarks compile and run once"
 go test -run '^$' -bench . -benchtime 1x ./... > /dev/null
