@@ -45,10 +45,7 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 		if c.Aggregation == "count" {
 			v = float64(m.Count)
 		} else {
-			v = latencyFigure(metrics.LatencyFigures{
-				Min: m.Min, Mean: m.Mean, Stdev: m.Stdev, P50: m.P50, P90: m.P90, P95: m.P95,
-				P99: m.P99, P999: m.P999, Max: m.Max,
-			}, c, func(q float64) float64 {
+			v = latencyFigure(m.LatencyFigures, c, func(q float64) float64 {
 				return agg.Quantile(th.Scenario, th.Request, th.Metric, q)
 			})
 		}

@@ -72,18 +72,7 @@ func metricFigures(h *hdr.Histogram) MetricFigures {
 	if l == (LatencyFigures{}) {
 		return MetricFigures{}
 	}
-	return MetricFigures{
-		Count: h.TotalCount(),
-		Min:   l.Min,
-		Mean:  l.Mean,
-		Stdev: l.Stdev,
-		P50:   l.P50,
-		P90:   l.P90,
-		P95:   l.P95,
-		P99:   l.P99,
-		P999:  l.P999,
-		Max:   l.Max,
-	}
+	return MetricFigures{Count: h.TotalCount(), LatencyFigures: l}
 }
 
 // shape fills every latency figure but Stdev, which costs another pass

@@ -57,18 +57,11 @@ type RequestFigures struct {
 }
 
 // MetricFigures summarise one protocol metric other than the request
-// latency, such as ttfb or connect, in milliseconds.
+// latency, such as ttfb or connect, in milliseconds. In JSON the latency
+// figures sit beside count, not nested.
 type MetricFigures struct {
-	Count int64   `json:"count"`
-	Min   float64 `json:"min"`
-	Mean  float64 `json:"mean"`
-	Stdev float64 `json:"stdev"`
-	P50   float64 `json:"p50"`
-	P90   float64 `json:"p90"`
-	P95   float64 `json:"p95"`
-	P99   float64 `json:"p99"`
-	P999  float64 `json:"p999"`
-	Max   float64 `json:"max"`
+	Count int64 `json:"count"`
+	LatencyFigures
 }
 
 // SeriesFigures are one series' figures over one interval.

@@ -72,7 +72,7 @@ func sampleSummary() metrics.Summary {
 			},
 		},
 		Metrics: map[string]metrics.MetricFigures{
-			"sse_delivery": {Count: 29_747, Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115},
+			"sse_delivery": {Count: 29_747, LatencyFigures: metrics.LatencyFigures{Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115}},
 		},
 		Warnings: []string{`scenario "browse", request "main": path failed to evaluate in 3 iterations`},
 		Thresholds: []metrics.ThresholdResult{
