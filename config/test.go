@@ -39,6 +39,7 @@ type Test struct {
 	Scenarios  []*Scenario
 	Thresholds []*Threshold
 	Sinks      []*Sink
+	Feeders    []*Feeder // data blocks, in file order
 }
 
 // Target is a target block, decoded with its protocol's TargetSpec.
@@ -98,6 +99,41 @@ type Iterations struct {
 	MaxDuration time.Duration
 }
 
+// ConstantArrivalRate starts Rate iterations per TimeUnit for Duration,
+// whatever the target's latency (the open model). VUs come from a pool of
+// PreAllocatedVUs that grows up to MaxVUs; an iteration with no free VU is
+// dropped and counted.
+type ConstantArrivalRate struct {
+	Rate            float64
+	TimeUnit        time.Duration // default 1s
+	Duration        time.Duration
+	PreAllocatedVUs int // default: see the config docs; never above MaxVUs
+	MaxVUs          int // default: enough for iterations of up to 1 s at the peak rate
+}
+
+// RateStage is one linear ramp of the arrival rate: reach Target
+// iterations per TimeUnit over Duration.
+type RateStage struct {
+	Duration time.Duration
+	Target   float64
+}
+
+// RampingArrivalRate ramps the arrival rate linearly from StartRate through
+// Stages, each rate per TimeUnit.
+type RampingArrivalRate struct {
+	StartRate       float64
+	TimeUnit        time.Duration // default 1s
+	Stages          []RateStage
+	PreAllocatedVUs int
+	MaxVUs          int
+}
+
+// Name implements Executor.
+func (ConstantArrivalRate) Name() string { return "constant-arrival-rate" }
+
+// Name implements Executor.
+func (RampingArrivalRate) Name() string { return "ramping-arrival-rate" }
+
 // Name implements Executor.
 func (ConstantVUs) Name() string { return "constant-vus" }
 
@@ -133,6 +169,9 @@ type Iteration struct {
 	VU        uint64 // vu.id
 	Iteration uint64 // vu.iteration
 	Scenario  string // scenario.name
+	// Data holds this iteration's row of each feeder the request uses,
+	// keyed by the data block's name, as returned by Feeder.Row.
+	Data map[string]cty.Value
 }
 
 // Check is a check block inside a request. A failed check is counted apart
