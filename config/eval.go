@@ -15,21 +15,13 @@ func checkStatic(traversals []hcl.Traversal, where string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, t := range traversals {
 		switch t.RootName() {
-		case rootVU, rootScenario:
+		case rootVU, rootScenario, rootData:
 			diags = append(diags, errorDiag(t.SourceRange(), "Per-iteration value not allowed here",
 				"%s changes with every iteration, so only request attributes can use it. %s is evaluated once, when the test is loaded.",
 				traversalString(t), where))
-		case rootData:
-			diags = append(diags, dataNotSupported(t))
 		}
 	}
 	return diags
-}
-
-// dataNotSupported reports a reference to a data source.
-func dataNotSupported(t hcl.Traversal) *hcl.Diagnostic {
-	return errorDiag(t.SourceRange(), "data sources are not supported yet",
-		"This version of hload cannot read data blocks, so %s has no value.", traversalString(t))
 }
 
 // evalStatic evaluates an expression that is fixed for the whole run.

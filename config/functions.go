@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -243,36 +244,53 @@ func fileFunc(dir string) function.Function {
 
 // readConfined reads path relative to dir, refusing any path that leaves dir.
 func readConfined(dir, path string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	// The lexical check gives a clear message for the common mistakes.
-	if filepath.IsAbs(path) || strings.HasPrefix(path, "/") {
-		return "", fmt.Errorf("absolute path %q is not allowed; use a path relative to the config folder %s", path, dir)
-	}
-	if !filepath.IsLocal(path) {
-		return "", fmt.Errorf("path %q leaves the config folder %s; file() can only read files inside it", path, dir)
-	}
-	// os.Root resolves symbolic links itself and refuses any that lead out
-	// of dir, without a window between checking and opening.
-	root, err := os.OpenRoot(dir)
+	f, err := openConfined(dir, path, "file()")
 	if err != nil {
-		return "", fmt.Errorf("cannot open the config folder: %w", err)
+		return "", err
 	}
-	defer root.Close()
-	b, err := root.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("no file %q in the config folder %s", path, dir)
-	case err != nil && escapesThroughLink(dir, path):
-		return "", fmt.Errorf("path %q is a symbolic link that leads out of the config folder %s; file() can only read files inside it", path, dir)
-	case err != nil:
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
 		return "", fmt.Errorf("cannot read %q: %w", path, err)
 	}
 	if !utf8.Valid(b) {
 		return "", fmt.Errorf("file %q is not valid UTF-8 text", path)
 	}
 	return string(b), nil
+}
+
+// openConfined opens path relative to dir for reading, refusing any path
+// that leaves dir, so that a shared config cannot read arbitrary files.
+// reader names what reads the file, such as "file()", for the messages.
+func openConfined(dir, path, reader string) (*os.File, error) {
+	if dir == "" {
+		dir = "."
+	}
+	// The lexical check gives a clear message for the common mistakes.
+	if filepath.IsAbs(path) || strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("absolute path %q is not allowed; use a path relative to the config folder %s", path, dir)
+	}
+	if !filepath.IsLocal(path) {
+		return nil, fmt.Errorf("path %q leaves the config folder %s; %s can only read files inside it", path, dir, reader)
+	}
+	// os.Root resolves symbolic links itself and refuses any that lead out
+	// of dir, without a window between checking and opening. A file opened
+	// through it stays open after the root is closed.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the config folder: %w", err)
+	}
+	defer root.Close()
+	f, err := root.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("no file %q in the config folder %s", path, dir)
+	case err != nil && escapesThroughLink(dir, path):
+		return nil, fmt.Errorf("path %q is a symbolic link that leads out of the config folder %s; %s can only read files inside it", path, dir, reader)
+	case err != nil:
+		return nil, fmt.Errorf("cannot read %q: %w", path, err)
+	}
+	return f, nil
 }
 
 // escapesThroughLink reports whether path, once its symbolic links are

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/zclconf/go-cty/cty"
 )
 
 // FuzzParse checks that no input makes Parse panic, and that a config
@@ -34,10 +36,23 @@ func FuzzParse(f *testing.F) {
 		if len(test.Scenarios) == 0 {
 			t.Fatal("no errors but no scenario")
 		}
-		// A valid test must also evaluate.
+		// A valid test must also evaluate, with a row of each feeder.
 		for _, s := range test.Scenarios {
 			for _, r := range s.Requests {
-				r.Value(Iteration{VU: 2, Iteration: 3, Scenario: s.Name})
+				it := Iteration{VU: 2, Iteration: 3, Scenario: s.Name}
+				for _, f := range r.Feeders() {
+					row, ok := f.NewCursor().Next()
+					if !ok && f.Mode != modeUnique { // unique rows may run out
+						t.Fatalf("feeder %s has no row", f.Name)
+					}
+					if it.Data == nil {
+						it.Data = map[string]cty.Value{}
+					}
+					it.Data[f.Name] = f.Row(row)
+				}
+				// Errors are possible: a random row or value may not fit
+				// where the sampled one did. Panics are not.
+				r.Value(it)
 			}
 		}
 	})

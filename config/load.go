@@ -27,8 +27,8 @@ const (
 	blockPlugin    = "plugin"
 )
 
-// rootSchema is the schema of a config file. data and plugin are listed so
-// that they get a "not supported yet" message rather than "unsupported".
+// rootSchema is the schema of a config file. plugin is listed so that it
+// gets a "not supported yet" message rather than "unsupported".
 var rootSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: blockVariable, LabelNames: []string{"name"}},
@@ -120,6 +120,8 @@ type loader struct {
 	targets     map[string]*targetEntry
 	targetNames []string // declaration order, for messages
 	scenarios   map[string]*Scenario
+	feeders     map[string]*feederEntry
+	feederNames []string // declaration order, for messages
 }
 
 // blocks groups the top-level blocks of all files by type, in file order.
@@ -156,7 +158,7 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 			all[b.Type] = append(all[b.Type], b)
 		}
 	}
-	for _, b := range append(all[blockData], all[blockPlugin]...) {
+	for _, b := range all[blockPlugin] {
 		diags = append(diags, errorDiag(b.DefRange, fmt.Sprintf("%s blocks are not supported yet", b.Type),
 			"This version of hload cannot read %s blocks yet. Remove the block to run the test.", b.Type))
 	}
@@ -167,6 +169,7 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		funcs:     functions(dir, opts),
 		targets:   map[string]*targetEntry{},
 		scenarios: map[string]*Scenario{},
+		feeders:   map[string]*feederEntry{},
 	}
 	l.varCtx = &hcl.EvalContext{Functions: l.funcs}
 
@@ -174,6 +177,7 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 	// previous ones produced.
 	diags = append(diags, l.decodeVariables(all[blockVariable])...)
 	diags = append(diags, l.decodeLocals(all[blockLocals])...)
+	diags = append(diags, l.decodeData(all[blockData])...)
 	diags = append(diags, l.decodeTargets(all[blockTarget])...)
 	diags = append(diags, l.decodeScenarios(all[blockScenario])...)
 	diags = append(diags, l.decodeThresholds(all[blockThreshold])...)
@@ -212,7 +216,7 @@ func (l *loader) makeContexts(locals cty.Value) {
 }
 
 // rootBlockTypes lists the supported top-level blocks for messages.
-var rootBlockTypes = []string{blockVariable, blockLocals, blockTarget, blockScenario, blockThreshold, blockSink}
+var rootBlockTypes = []string{blockVariable, blockLocals, blockData, blockTarget, blockScenario, blockThreshold, blockSink}
 
 // withBlockTypeHint adds the list of block types to hcl's "Unsupported
 // block type" errors that have no suggestion, so the user sees what is

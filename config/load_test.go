@@ -392,9 +392,9 @@ func TestMoreInvalid(t *testing.T) {
 	tests := []struct {
 		name, src, want string
 	}{
-		{"data block", `data "csv" "users" { path = "u.csv" }` + oneRequest(`path = "/"`), "not supported yet"},
+		{"data type", `data "json" "users" { path = "u.json" }` + oneRequest(`path = data.users.email`), `Unknown data type "json"`},
 		{"plugin block", `plugin "mqtt" { source = "./x" }` + oneRequest(`path = "/"`), "not supported yet"},
-		{"data reference", oneRequest(`path = data.users.email`), "data sources are not supported yet"},
+		{"data reference", oneRequest(`path = data.users.email`), `Unknown data block "users"`},
 		{"vu in locals", `locals { a = vu.id }` + oneRequest(`path = "/"`), "Per-iteration value not allowed here"},
 		{"unknown local", oneRequest(`path = local.nope`), "nope"},
 		{"required echo message", `target "e" {

@@ -93,9 +93,23 @@ func (l *loader) sampleContext(scenario string) *hcl.EvalContext {
 			"iteration": cty.NumberUIntVal(0),
 		}),
 		rootScenario: scenarioValue(scenario),
-		rootData:     cty.DynamicVal, // reported by checkRequestReferences
+		rootData:     l.sampleData(),
 	}
 	return ctx
+}
+
+// sampleData is data for sampleContext: row 0 of each feeder, or an unknown
+// value for a feeder that could not be loaded, as that is reported.
+func (l *loader) sampleData() cty.Value {
+	rows := make(map[string]cty.Value, len(l.feeders))
+	for name, e := range l.feeders {
+		if e.ok {
+			rows[name] = e.feeder.Row(0)
+		} else {
+			rows[name] = cty.DynamicVal
+		}
+	}
+	return cty.ObjectVal(rows)
 }
 
 func scenarioValue(name string) cty.Value {
@@ -262,6 +276,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 	var diags hcl.Diagnostics
 	r.types = make(map[string]cty.Type, len(attrs))
 	r.static = make(map[string]cty.Value, len(attrs))
+	used := map[string]bool{} // the data blocks of the dynamic attributes
 	for _, sa := range attrs {
 		r.types[sa.key] = sa.spec.Type
 		r.static[sa.key] = cty.NullVal(sa.spec.Type)
@@ -269,7 +284,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 		if attr == nil {
 			continue
 		}
-		if d := checkRequestReferences(attr.Expr); d.HasErrors() {
+		if d := l.checkRequestReferences(attr.Expr); d.HasErrors() {
 			diags = append(diags, d...)
 			continue
 		}
@@ -294,6 +309,11 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 			}
 			r.dynamic[sa.key] = attr.Expr
 			r.usesVU = r.usesVU || usesRoot(attr.Expr, rootVU)
+			for _, t := range attr.Expr.Variables() {
+				if t.RootName() == rootData && len(t) > 1 {
+					used[stepName(t[1])] = true
+				}
+			}
 			delete(r.static, sa.key)
 		} else {
 			r.static[sa.key] = v
@@ -302,12 +322,17 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 	if len(r.dynamic) == 0 {
 		r.value = cty.ObjectVal(r.static)
 	}
+	for _, f := range l.test.Feeders {
+		if used[f.Name] {
+			r.feeders = append(r.feeders, f)
+		}
+	}
 	return diags
 }
 
 // checkRequestReferences reports references to per-iteration values that
 // do not exist. hcl would report them too, but without saying what exists.
-func checkRequestReferences(expr hcl.Expression) hcl.Diagnostics {
+func (l *loader) checkRequestReferences(expr hcl.Expression) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, t := range expr.Variables() {
 		var valid []string
@@ -317,7 +342,9 @@ func checkRequestReferences(expr hcl.Expression) hcl.Diagnostics {
 		case rootScenario:
 			valid = scenarioAttributes
 		case rootData:
-			diags = append(diags, dataNotSupported(t))
+			if d := l.checkDataReference(t); d != nil {
+				diags = append(diags, d)
+			}
 			continue
 		default:
 			continue
@@ -332,6 +359,36 @@ func checkRequestReferences(expr hcl.Expression) hcl.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// checkDataReference returns a diagnostic when t, such as
+// data.users.email, names no data block or no column of it, or nil.
+func (l *loader) checkDataReference(t hcl.Traversal) *hcl.Diagnostic {
+	if len(t) < 2 {
+		return errorDiag(t.SourceRange(), "Incomplete data reference",
+			"Name a data block and a column, such as data.users.email. Data blocks: %s.", quoteList(l.feederNames))
+	}
+	name := stepName(t[1])
+	if name == "" {
+		return errorDiag(t.SourceRange(), "Invalid data reference",
+			"Name a data block and a column, such as data.users.email. Data blocks: %s.", quoteList(l.feederNames))
+	}
+	e := l.feeders[name]
+	if e == nil {
+		return errorDiag(t.SourceRange(), fmt.Sprintf("Unknown data block %q", name),
+			`No data block is named %q.%s Data blocks: %s. Declare one, such as data "csv" "users" { path = "users.csv" }.`,
+			name, didYouMean(name, l.feederNames), quoteList(l.feederNames))
+	}
+	if !e.ok || len(t) < 3 {
+		return nil // reported on the data block, or the whole row
+	}
+	column := stepName(t[2])
+	if !slices.Contains(e.feeder.columns, column) {
+		return errorDiag(t.SourceRange(), fmt.Sprintf("Unknown column %q", column),
+			"%q has no column %q.%s Its columns are %s.",
+			e.feeder.Path, column, didYouMean(column, e.feeder.columns), quoteList(e.feeder.columns))
+	}
+	return nil
 }
 
 // isDynamic reports whether expr must be evaluated per iteration: it uses
@@ -375,7 +432,8 @@ func (r *Request) Dynamic() bool { return len(r.dynamic) > 0 }
 // Value returns the request's attributes for one iteration, as an object
 // with every attribute of the protocol's RequestSpec (null when not set).
 // A request with nothing dynamic returns the value computed at load,
-// without allocating. Value is safe for concurrent use.
+// without allocating. A request that uses data needs it.Data to hold a row
+// of each of its Feeders. Value is safe for concurrent use.
 func (r *Request) Value(it Iteration) (cty.Value, hcl.Diagnostics) {
 	if len(r.dynamic) == 0 {
 		return r.value, nil
@@ -392,9 +450,21 @@ func (r *Request) Value(it Iteration) (cty.Value, hcl.Diagnostics) {
 			"iteration": cty.NumberUIntVal(it.Iteration),
 		})
 	}
+	var diags hcl.Diagnostics
+	if len(r.feeders) > 0 {
+		for _, f := range r.feeders {
+			if _, ok := it.Data[f.Name]; !ok {
+				diags = append(diags, errorDiag(r.DeclRange, fmt.Sprintf("No row of data.%s", f.Name),
+					"Request %q uses data block %q, but the iteration carries no row of it in Iteration.Data.", r.Name, f.Name))
+			}
+		}
+		if diags.HasErrors() {
+			return cty.NilVal, diags
+		}
+		ctx.Variables[rootData] = cty.ObjectVal(it.Data)
+	}
 	attrs := make(map[string]cty.Value, len(r.types))
 	maps.Copy(attrs, r.static)
-	var diags hcl.Diagnostics
 	for key, expr := range r.dynamic {
 		v, d := expr.Value(ctx)
 		diags = append(diags, d...)

@@ -28,14 +28,24 @@ const (
 	executorConstantVUs = "constant-vus"
 	executorRampingVUs  = "ramping-vus"
 	executorIterations  = "iterations"
+
+	executorConstantArrivalRate = "constant-arrival-rate"
+	executorRampingArrivalRate  = "ramping-arrival-rate"
 )
 
 // executors lists the supported executors, in the order messages show them.
-var executors = []string{executorConstantVUs, executorRampingVUs, executorIterations}
+var executors = []string{
+	executorConstantVUs, executorRampingVUs, executorIterations,
+	executorConstantArrivalRate, executorRampingArrivalRate,
+}
+
+// openExecutors start iterations at a rate (the open model) rather than
+// looping a fixed set of VUs.
+var openExecutors = []string{executorConstantArrivalRate, executorRampingArrivalRate}
 
 // futureExecutors are part of the language but not implemented yet. Naming
 // one gets a clear message rather than "unknown".
-var futureExecutors = []string{"constant-arrival-rate", "ramping-arrival-rate", "capacity-search"}
+var futureExecutors = []string{"capacity-search"}
 
 // executorAttributes says which attributes each executor requires and which
 // it may take. Any other attribute of executorOnlyAttributes is a mistake.
@@ -43,13 +53,21 @@ var executorAttributes = map[string]struct{ required, optional []string }{
 	executorConstantVUs: {required: []string{"vus", "duration"}},
 	executorRampingVUs:  {required: []string{"stages"}, optional: []string{"start_vus"}},
 	executorIterations:  {required: []string{"vus", "iterations"}, optional: []string{"ramp_up", "max_duration"}},
+	executorConstantArrivalRate: {
+		required: []string{"rate", "duration"},
+		optional: []string{"time_unit", "pre_allocated_vus", "max_vus", "max_queue_wait"},
+	},
+	executorRampingArrivalRate: {
+		required: []string{"stages"},
+		optional: []string{"start_rate", "time_unit", "pre_allocated_vus", "max_vus", "max_queue_wait"},
+	},
 }
 
 // executorOnlyAttributes belong to some executor, including the future
 // ones, so that using one with the wrong executor says so.
 var executorOnlyAttributes = []string{
 	"vus", "duration", "start_vus", "stages", "iterations", "ramp_up", "max_duration",
-	"rate", "time_unit", "max_vus", "pre_allocated_vus",
+	"rate", "start_rate", "time_unit", "max_vus", "pre_allocated_vus", "max_queue_wait",
 }
 
 // attributeHelp explains the required executor attributes when missing.
@@ -58,6 +76,7 @@ var attributeHelp = map[string]string{
 	"duration":   `how long the scenario runs, such as duration = "5m"`,
 	"stages":     `the ramps to follow, such as stages = [{ duration = "1m", target = 10 }]`,
 	"iterations": "how many iterations each virtual user runs, such as iterations = 100",
+	"rate":       "how many iterations start per time_unit (1s by default), such as rate = 100",
 }
 
 // scenarioSchema is the schema of a scenario block.
@@ -112,6 +131,10 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 	if attr := content.Attributes["executor"]; attr != nil {
 		name, ok, d := l.stringAttr(attr, scenarioWhere)
 		diags = append(diags, d...)
+		if !ok && !d.HasErrors() {
+			diags = append(diags, errorDiag(attr.Expr.Range(), "Missing executor",
+				"executor must not be null; name one of %s.", quoteList(executors)))
+		}
 		if ok {
 			if d := checkExecutorName(name, attr.Expr.Range()); d != nil {
 				diags = append(diags, d)
@@ -162,16 +185,20 @@ func checkExecutorName(name string, rng hcl.Range) *hcl.Diagnostic {
 	}
 	if slices.Contains(futureExecutors, name) {
 		return errorDiag(rng, fmt.Sprintf("Executor %q is not supported yet", name),
-			"This version of hload runs the executors %s. The arrival-rate executors and capacity-search come in a later version.",
-			quoteList(executors))
+			"This version of hload runs the executors %s. %s comes in a later version.",
+			quoteList(executors), name)
 	}
 	hint := strings.TrimSpace(didYouMean(name, executors))
 	if hint != "" {
 		hint += " "
 	}
+	verb := "are"
+	if len(futureExecutors) == 1 {
+		verb = "is"
+	}
 	return errorDiag(rng, fmt.Sprintf("Unknown executor %q", name),
-		"%sValid executors are %s (%s are not supported yet).",
-		hint, quoteList(executors), quoteList(futureExecutors))
+		"%sValid executors are %s (%s %s not supported yet).",
+		hint, quoteList(executors), quoteList(futureExecutors), verb)
 }
 
 // decodeExecutor builds the executor config and checks that the scenario
@@ -187,10 +214,22 @@ func (l *loader) decodeExecutor(kind string, b *hcl.Block, content *hcl.BodyCont
 				kind, quoteList(takes), usedBy(attr.Name), attr.Name))
 		}
 	}
+	if attr := content.Attributes["think_time"]; attr != nil && slices.Contains(openExecutors, kind) {
+		diags = append(diags, errorDiag(attr.NameRange, fmt.Sprintf("think_time is not used by the %s executor", kind),
+			"In the open model the rate decides when iterations start, so a pause after each iteration would only hold a virtual user longer. "+
+				"Remove think_time, or choose a closed executor such as %q to model users who pause.", executorConstantVUs))
+	}
 	for _, name := range spec.required {
-		if content.Attributes[name] == nil {
+		attr := content.Attributes[name]
+		if attr == nil {
 			diags = append(diags, errorDiag(b.DefRange, fmt.Sprintf("Missing %s for the %s executor", name, kind),
 				"Scenario %q uses the %s executor, which needs %s: %s.", b.Labels[0], kind, name, attributeHelp[name]))
+			continue
+		}
+		// null reads as "not set", which a required attribute cannot be.
+		if v, d := l.evalStatic(attr.Expr, scenarioWhere); !d.HasErrors() && v.IsKnown() && v.IsNull() {
+			diags = append(diags, errorDiag(attr.Expr.Range(), fmt.Sprintf("Missing %s for the %s executor", name, kind),
+				"%s must not be null: the %s executor needs %s.", name, kind, attributeHelp[name]))
 		}
 	}
 	if diags.HasErrors() {
@@ -215,6 +254,9 @@ func (l *loader) decodeExecutor(kind string, b *hcl.Block, content *hcl.BodyCont
 		}
 		e.Stages, d = l.decodeStages(attr["stages"], e.StartVUs)
 		return e, append(diags, d...)
+
+	case executorConstantArrivalRate, executorRampingArrivalRate:
+		return l.decodeArrivalRate(kind, attr)
 
 	default: // executorIterations
 		var e Iterations
@@ -249,68 +291,108 @@ func usedBy(name string) string {
 	return fmt.Sprintf(" %s is used by %s.", name, quoteList(users))
 }
 
+// stageKind says what the targets of a ramp count, for reading them and
+// for messages.
+type stageKind struct {
+	executor string
+	whole    bool   // virtual users come whole; a rate may be a fraction
+	target   string // what a target is
+	example  string // a stage, as the user would write it
+}
+
+// The two kinds of ramps.
+var (
+	vuStages = stageKind{
+		executor: executorRampingVUs,
+		whole:    true,
+		target:   "the number of virtual users to reach by its end, a whole number of at least 0",
+		example:  `{ duration = "1m", target = 10 }`,
+	}
+	rateStages = stageKind{
+		executor: executorRampingArrivalRate,
+		target:   "the rate to reach by its end, in iterations per time_unit, a number of at least 0",
+		example:  `{ duration = "1m", target = 100 }`,
+	}
+)
+
+// rampStage is one stage as read by decodeRamp, before the executor types
+// its target.
+type rampStage struct {
+	duration time.Duration
+	target   float64
+}
+
 // decodeStages reads the stages of a ramping-vus scenario.
 func (l *loader) decodeStages(attr *hcl.Attribute, startVUs int) ([]Stage, hcl.Diagnostics) {
+	ramp, ok, diags := l.decodeRamp(attr, vuStages)
+	stages := make([]Stage, len(ramp))
+	peak := startVUs
+	for i, st := range ramp {
+		stages[i] = Stage{Duration: st.duration, Target: int(st.target)}
+		peak = max(peak, stages[i].Target)
+	}
+	if ok && peak == 0 {
+		diags = append(diags, errorDiag(attr.Expr.Range(), "Stages start no virtual user",
+			"start_vus and every stage target are 0, so no virtual user would ever run. Give at least one stage a target of 1 or more."))
+	}
+	return stages, diags
+}
+
+// decodeRamp reads a list of stages. ok is false when a stage is invalid or
+// when the stages take no time, both reported.
+func (l *loader) decodeRamp(attr *hcl.Attribute, kind stageKind) (stages []rampStage, ok bool, diags hcl.Diagnostics) {
 	v, diags := l.evalStatic(attr.Expr, scenarioWhere)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
-		return nil, diags
+		return nil, false, diags
 	}
 	rng := attr.Expr.Range()
 	ty := v.Type()
 	if v.IsNull() || !(ty.IsListType() || ty.IsTupleType()) {
-		return nil, append(diags, errorDiag(rng, "Invalid stages",
-			`stages must be a list, such as [{ duration = "1m", target = 10 }]; got %s.`, friendlyValue(v)))
+		return nil, false, append(diags, errorDiag(rng, "Invalid stages",
+			`stages must be a list, such as [%s]; got %s.`, kind.example, friendlyValue(v)))
 	}
 	if v.LengthInt() == 0 {
-		return nil, append(diags, errorDiag(rng, "Empty stages",
-			`The ramping-vus executor needs at least one stage, such as stages = [{ duration = "1m", target = 10 }].`))
+		return nil, false, append(diags, errorDiag(rng, "Empty stages",
+			`The %s executor needs at least one stage, such as stages = [%s].`, kind.executor, kind.example))
 	}
 
 	var elems []hclsyntax.Expression
 	if tuple, ok := attr.Expr.(*hclsyntax.TupleConsExpr); ok {
 		elems = tuple.Exprs
 	}
-	var (
-		stages []Stage
-		total  time.Duration
-		peak   = startVUs
-		valid  = true
-	)
+	var total time.Duration
+	valid := true
 	for i, it := 0, v.ElementIterator(); it.Next(); i++ {
 		_, ev := it.Element()
 		var expr hcl.Expression = attr.Expr
 		if i < len(elems) {
 			expr = elems[i]
 		}
-		st, ok, d := decodeStage(ev, expr, i+1)
+		st, ok, d := decodeStage(ev, expr, i+1, kind)
 		diags = append(diags, d...)
 		valid = valid && ok
 		stages = append(stages, st)
-		total = min(total+st.Duration, math.MaxInt64/2) // saturate instead of overflowing
-		peak = max(peak, st.Target)
+		total = min(total+st.duration, math.MaxInt64/2) // saturate instead of overflowing
 	}
 	if !valid {
-		return stages, diags
+		return stages, false, diags
 	}
 	if total == 0 {
-		diags = append(diags, errorDiag(rng, "Stages take no time",
+		return stages, false, append(diags, errorDiag(rng, "Stages take no time",
 			"Every stage has a duration of 0, so the scenario would end at once. Give at least one stage a duration longer than zero."))
-	} else if peak == 0 {
-		diags = append(diags, errorDiag(rng, "Stages start no virtual user",
-			"start_vus and every stage target are 0, so no virtual user would ever run. Give at least one stage a target of 1 or more."))
 	}
-	return stages, diags
+	return stages, true, diags
 }
 
 // decodeStage reads stage number n (from 1), written as expr.
-func decodeStage(v cty.Value, expr hcl.Expression, n int) (Stage, bool, hcl.Diagnostics) {
+func decodeStage(v cty.Value, expr hcl.Expression, n int, kind stageKind) (rampStage, bool, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	var st Stage
+	var st rampStage
 	rng := expr.Range()
 	ty := v.Type()
 	if v.IsNull() || !(ty.IsObjectType() || ty.IsMapType()) {
 		return st, false, hcl.Diagnostics{errorDiag(rng, "Invalid stage",
-			`Stage %d must be an object such as { duration = "1m", target = 10 }; got %s.`, n, friendlyValue(v))}
+			`Stage %d must be an object such as %s; got %s.`, n, kind.example, friendlyValue(v))}
 	}
 	var hasDuration, hasTarget bool
 	for it := v.ElementIterator(); it.Next(); {
@@ -333,21 +415,16 @@ func decodeStage(v cty.Value, expr hcl.Expression, n int) (Stage, bool, hcl.Diag
 				diags = append(diags, errorDiag(frng, "Invalid duration", "The duration of stage %d must not be negative; got %s.", n, d))
 				continue
 			}
-			st.Duration = d
+			st.duration = d
 		case "target":
 			hasTarget = true
-			nv, err := convert.Convert(fv, cty.Number)
-			t, whole := int64(0), false
-			if err == nil {
-				t, whole = wholeNumber(nv)
-			}
-			if !whole || t < 0 || t > maxInt {
+			t, ok := stageTarget(fv, kind.whole)
+			if !ok {
 				diags = append(diags, errorDiag(frng, "Invalid stage target",
-					"The target of stage %d is the number of virtual users to reach by its end, a whole number of at least 0; got %s.",
-					n, friendlyValue(fv)))
+					"The target of stage %d is %s; got %s.", n, kind.target, friendlyValue(fv)))
 				continue
 			}
-			st.Target = int(t)
+			st.target = t
 		default:
 			diags = append(diags, errorDiag(frng, fmt.Sprintf("Unknown stage attribute %q", key),
 				"A stage has duration and target.%s", didYouMean(key, []string{"duration", "target"})))
@@ -355,9 +432,24 @@ func decodeStage(v cty.Value, expr hcl.Expression, n int) (Stage, bool, hcl.Diag
 	}
 	if !hasDuration || !hasTarget {
 		diags = append(diags, errorDiag(rng, "Incomplete stage",
-			`Stage %d needs both duration and target, such as { duration = "1m", target = 10 }.`, n))
+			`Stage %d needs both duration and target, such as %s.`, n, kind.example))
 	}
 	return st, !diags.HasErrors(), diags
+}
+
+// stageTarget reads a stage target: a number from 0 to maxInt, and a whole
+// one when whole is set.
+func stageTarget(v cty.Value, whole bool) (float64, bool) {
+	nv, err := convert.Convert(v, cty.Number)
+	if err != nil || nv.IsNull() || !nv.IsKnown() {
+		return 0, false
+	}
+	if whole {
+		t, ok := wholeNumber(nv)
+		return float64(t), ok && t >= 0 && t <= maxInt
+	}
+	f, _ := nv.AsBigFloat().Float64()
+	return f, f >= 0 && f <= maxInt
 }
 
 // decodeThinkTime reads think_time: a duration or uniform(min, max).

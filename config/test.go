@@ -109,6 +109,9 @@ type ConstantArrivalRate struct {
 	Duration        time.Duration
 	PreAllocatedVUs int // default: see the config docs; never above MaxVUs
 	MaxVUs          int // default: enough for iterations of up to 1 s at the peak rate
+	// MaxQueueWait is how long an iteration may wait for a VU when all
+	// MaxVUs are busy; it is dropped after that. 0 drops it at once.
+	MaxQueueWait time.Duration
 }
 
 // RateStage is one linear ramp of the arrival rate: reach Target
@@ -126,6 +129,7 @@ type RampingArrivalRate struct {
 	Stages          []RateStage
 	PreAllocatedVUs int
 	MaxVUs          int
+	MaxQueueWait    time.Duration
 }
 
 // Name implements Executor.
@@ -162,6 +166,7 @@ type Request struct {
 	scenario    string    // the scenario's name
 	scenarioVal cty.Value // scenario = { name } for Value, built once
 	usesVU      bool      // a dynamic attribute uses vu; Value skips building it otherwise
+	feeders     []*Feeder // the data blocks the dynamic attributes use
 }
 
 // Iteration carries the per-iteration values an expression may use.

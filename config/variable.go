@@ -14,6 +14,10 @@ import (
 // HLOAD_VAR_base_url sets var.base_url.
 const envVarPrefix = "HLOAD_VAR_"
 
+// variableWhere names variable blocks in messages about per-iteration
+// values.
+const variableWhere = "A variable's default"
+
 // variableSchema is the schema of a variable block.
 var variableSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
@@ -102,6 +106,9 @@ func (l *loader) decodeVariable(name string, b *hcl.Block) (cty.Value, hcl.Diagn
 
 	def, hasDefault := cty.NilVal, false
 	if attr := content.Attributes["default"]; attr != nil {
+		if d := checkStatic(attr.Expr.Variables(), variableWhere); d.HasErrors() {
+			return cty.DynamicVal, append(diags, d...)
+		}
 		v, d := attr.Expr.Value(l.varCtx)
 		diags = append(diags, d...)
 		if d.HasErrors() {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -54,11 +55,11 @@ scenario "s" {
 			sc := benchScenario(b, test.Scenarios[0], test.Targets[0].Config)
 			v := sc.acquire()
 			ctx := context.Background()
-			v.runIteration(ctx) // warm the VU's connection
+			v.runIteration(ctx, time.Time{}) // warm the VU's connection
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				v.runIteration(ctx)
+				v.runIteration(ctx, time.Time{})
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"time"
 
 	"github.com/hload/hload/config"
@@ -18,11 +19,28 @@ type ScenarioPlan struct {
 	Bounded      bool
 	GracefulStop time.Duration
 	MaxVUs       int
-	// Iterations is the exact number of iterations, or -1 when the
-	// executor runs for a time instead of a count.
+	// Iterations is the exact number of iterations (iterations executor)
+	// or the planned number (open model), or -1 when a closed executor
+	// runs for a time instead of a count.
 	Iterations int64
-	Points     []PlanPoint // VUs at the times where the schedule bends
-	Requests   []RequestShare
+	Points     []PlanPoint // closed model: VUs at the times where the schedule bends
+	Rates      []RatePoint // open model: the arrival rate where it bends
+	// PeakRate is the open model's highest rate, per second.
+	PeakRate        float64
+	PreAllocatedVUs int
+	Requests        []RequestShare
+}
+
+// RatePoint is the planned arrival rate, per second, at a time.
+type RatePoint struct {
+	At        time.Duration
+	PerSecond float64
+}
+
+// VUsFor returns how many VUs the open model needs to hold its peak rate
+// when an iteration takes latency, by Little's law (VUs = rate x latency).
+func (p ScenarioPlan) VUsFor(latency time.Duration) int {
+	return int(math.Ceil(p.PeakRate * latency.Seconds()))
 }
 
 // PlanPoint is the planned number of VUs at a time.
@@ -67,6 +85,10 @@ func Plan(test *config.Test, seg Segment) []ScenarioPlan {
 			n := seg.Scale(e.VUs)
 			p.Points = []PlanPoint{{0, min(n, 1)}, {e.RampUp, n}}
 			p.Iterations = int64(n) * int64(e.Iterations)
+		case config.ConstantArrivalRate:
+			planArrivals(&p, constantRate(e), e.PreAllocatedVUs, e.MaxVUs, seg)
+		case config.RampingArrivalRate:
+			planArrivals(&p, rampingRate(e), e.PreAllocatedVUs, e.MaxVUs, seg)
 		}
 		for _, pt := range p.Points {
 			p.MaxVUs = max(p.MaxVUs, pt.VUs)
@@ -84,4 +106,33 @@ func Plan(test *config.Test, seg Segment) []ScenarioPlan {
 		plans = append(plans, p)
 	}
 	return plans
+}
+
+// planArrivals fills an open-model plan: the rate where it bends, the
+// planned iterations, and the VU pool, all for this segment's share.
+func planArrivals(p *ScenarioPlan, a arrivals, preAllocated, maxVUs int, seg Segment) {
+	share := 1.0
+	if seg.Count > 1 {
+		share = 1 / float64(seg.Count)
+	}
+	var at time.Duration
+	for _, st := range a.stages {
+		p.Rates = append(p.Rates, RatePoint{at, st.from * share})
+		at += st.duration
+		p.PeakRate = max(p.PeakRate, st.from*share, st.to*share)
+	}
+	if n := len(a.stages); n > 0 {
+		p.Rates = append(p.Rates, RatePoint{at, a.stages[n-1].to * share})
+	}
+	total := a.countBy(a.duration())
+	p.Iterations = total
+	if seg.Count > 1 {
+		// Iteration k goes to segment k mod count.
+		p.Iterations = total / int64(seg.Count)
+		if int64(seg.Index) < total%int64(seg.Count) {
+			p.Iterations++
+		}
+	}
+	p.PreAllocatedVUs = max(1, seg.Scale(preAllocated))
+	p.MaxVUs = max(p.PreAllocatedVUs, seg.Scale(maxVUs))
 }

@@ -100,16 +100,29 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 			ending:    make(chan struct{}),
 		}
 		sc.callCtx, sc.cancelCall = context.WithCancel(runCtx)
+		sc.open = model(s.Executor) == "open"
+		// One cursor per feeder per scenario: sequential feeders walk
+		// their rows per scenario, unique ones share the feeder's count.
+		cursors := map[*config.Feeder]*feederCursor{}
 		weights := make([]int, len(s.Requests))
 		si := metrics.ScenarioInfo{Name: s.Name, Executor: s.Executor.Name(), Model: model(s.Executor)}
 		for j, r := range s.Requests {
 			weights[j] = r.Weight
-			sc.requests = append(sc.requests, request{
+			req := request{
 				cfg:      r,
 				client:   clients[r.Target],
 				series:   agg.Series(s.Name, r.Name),
 				keepBody: needsBody(r.Checks),
-			})
+			}
+			for _, f := range r.Feeders() {
+				fc := cursors[f]
+				if fc == nil {
+					fc = &feederCursor{name: f.Name, feeder: f, cursor: f.NewCursor()}
+					cursors[f] = fc
+				}
+				req.feeders = append(req.feeders, fc)
+			}
+			sc.requests = append(sc.requests, req)
 			si.Requests = append(si.Requests, r.Name)
 		}
 		sc.picker = newPicker(weights)
@@ -146,6 +159,7 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 			sc.end()
 		}
 	}
+	droppedBefore := make(map[string]int64, len(scenarios))
 	writeSnapshot := func(from, to time.Time) {
 		snap := metrics.Snapshot{
 			Start:   from,
@@ -153,9 +167,13 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 			Elapsed: to.Sub(start),
 			Series:  agg.Flush(from, to),
 			VUs:     make(map[string]int, len(scenarios)),
+			Dropped: make(map[string]int64, len(scenarios)),
 		}
 		for _, sc := range scenarios {
 			snap.VUs[sc.name] = int(sc.vus.Load())
+			dropped := sc.dropped.Load()
+			snap.Dropped[sc.name] = dropped - droppedBefore[sc.name]
+			droppedBefore[sc.name] = dropped
 		}
 		for _, s := range opts.Sinks {
 			if err := s.Write(snap); err != nil && sinkErr == nil {
@@ -276,10 +294,11 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 	requests := agg.Requests(elapsed)
 	for _, sc := range scenarios {
 		sum.Scenarios[sc.name] = &metrics.ScenarioSummary{
-			Executor:   sc.cfg.Executor.Name(),
-			Model:      model(sc.cfg.Executor),
-			Iterations: sc.iterations.Load(),
-			Requests:   requests[sc.name],
+			Executor:          sc.cfg.Executor.Name(),
+			Model:             model(sc.cfg.Executor),
+			Iterations:        sc.iterations.Load(),
+			DroppedIterations: sc.dropped.Load(),
+			Requests:          requests[sc.name],
 		}
 	}
 	_, sum.Metrics = agg.Totals("", "", elapsed)

@@ -21,7 +21,9 @@ type scenarioRun struct {
 	picker    *picker
 	thinkTime config.ThinkTime
 
+	open       bool // an arrival-rate executor: the open model
 	iterations atomic.Int64
+	dropped    atomic.Int64 // open model: iterations with no free VU
 	vus        atomic.Int64 // active VUs, as the executor planned them
 
 	ending     chan struct{}
@@ -63,7 +65,9 @@ func (sc *scenarioRun) loop(v *vu, stop <-chan struct{}, limit int) {
 		if v.stopped(stop) {
 			return
 		}
-		v.runIteration(sc.callCtx)
+		if !v.runIteration(sc.callCtx, time.Time{}) {
+			return
+		}
 		if limit > 0 && n == limit-1 {
 			return // no think time after a VU's last iteration
 		}
@@ -102,6 +106,10 @@ func (sc *scenarioRun) execute(ctx context.Context, seg Segment) {
 		sc.runRampingVUs(e, seg)
 	case config.Iterations:
 		sc.runIterations(e, seg)
+	case config.ConstantArrivalRate:
+		sc.runArrivals(constantRate(e), e.PreAllocatedVUs, e.MaxVUs, e.MaxQueueWait, seg)
+	case config.RampingArrivalRate:
+		sc.runArrivals(rampingRate(e), e.PreAllocatedVUs, e.MaxVUs, e.MaxQueueWait, seg)
 	}
 	sc.vus.Store(0)
 	sc.end()

@@ -87,6 +87,10 @@ func plannedDuration(exec config.Executor) (d time.Duration, ok bool) {
 			return e.MaxDuration, true
 		}
 		return e.RampUp, false
+	case config.ConstantArrivalRate:
+		return e.Duration, true
+	case config.RampingArrivalRate:
+		return rampingRate(e).duration(), true
 	}
 	return 0, false
 }
@@ -94,5 +98,9 @@ func plannedDuration(exec config.Executor) (d time.Duration, ok bool) {
 // model names the load model of an executor: closed (VUs loop) or open
 // (arrivals at a rate).
 func model(exec config.Executor) string {
+	switch exec.(type) {
+	case config.ConstantArrivalRate, config.RampingArrivalRate:
+		return "open"
+	}
 	return "closed"
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
@@ -18,6 +20,14 @@ type request struct {
 	client   protocols.Client
 	series   *metrics.Series
 	keepBody bool
+	feeders  []*feederCursor
+}
+
+// feederCursor is a data feeder with the scenario's cursor over it.
+type feederCursor struct {
+	name   string
+	feeder *config.Feeder
+	cursor *config.Cursor
 }
 
 // vu is one virtual user. Its state survives a ramp-down and a later
@@ -33,6 +43,13 @@ type vu struct {
 	emitFn func(protocols.Sample)
 	// timer is reused across think times.
 	timer *time.Timer
+	// data is reused across iterations for the feeders' rows.
+	data map[string]cty.Value
+	// lateness is how late the current iteration started against its
+	// planned start, in the open model.
+	lateness time.Duration
+	// jobs carries planned starts from the open model's pacer.
+	jobs chan time.Time
 }
 
 func newVU(id uint64, sc *scenarioRun) *vu {
@@ -41,30 +58,60 @@ func newVU(id uint64, sc *scenarioRun) *vu {
 	return v
 }
 
-// runIteration picks one request by weight, evaluates it and executes it.
-// ctx ends when in-flight calls must be cancelled.
-func (v *vu) runIteration(ctx context.Context) {
+// runIteration picks one request by weight, takes its data rows,
+// evaluates it and executes it. planned is when the open model's pacer
+// planned the iteration; the zero time means now (the closed model). ctx
+// ends when in-flight calls must be cancelled. It returns false, sending
+// nothing, when a unique data feeder has run out: the scenario then ends.
+func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 	sc := v.sc
 	req := &sc.requests[sc.picker.next()]
 	v.current = req
-	value, diags := req.cfg.Value(config.Iteration{VU: v.id, Iteration: v.iteration, Scenario: sc.name})
+	it := config.Iteration{VU: v.id, Iteration: v.iteration, Scenario: sc.name}
+	if len(req.feeders) > 0 {
+		if v.data == nil {
+			v.data = make(map[string]cty.Value, len(req.feeders))
+		}
+		for _, f := range req.feeders {
+			row, ok := f.cursor.Next()
+			if !ok {
+				sc.end()
+				return false
+			}
+			v.data[f.name] = f.feeder.Row(row)
+		}
+		it.Data = v.data
+	}
+	value, diags := req.cfg.Value(it)
 	start := time.Now()
+	v.lateness = 0
+	if !planned.IsZero() {
+		// In the open model the response time runs from the planned start,
+		// so time spent waiting for a VU, or behind a stalled server, shows
+		// in the percentiles instead of being omitted (as wrk2 does).
+		v.lateness = max(0, start.Sub(planned))
+		req.series.Record(protocols.Sample{Metric: metrics.MetricStartLateness, Time: start, Value: v.lateness})
+	}
 	if diags.HasErrors() {
 		// An expression failed at run time (say, jsondecode of a bad row).
 		// It is counted as an error of its own kind rather than dropped.
 		sc.run.noteEvalError(sc.name, req.cfg.Name, diags)
 		v.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: start, Error: errEval})
 	} else {
+		if planned.IsZero() {
+			planned = start
+		}
 		req.client.Do(ctx, protocols.Call{
 			VU:        v.id,
 			Iteration: v.iteration,
-			Planned:   start,
+			Planned:   planned,
 			Request:   value,
 			KeepBody:  req.keepBody,
 		}, v.emitFn)
 	}
 	v.iteration++
 	sc.iterations.Add(1)
+	return true
 }
 
 // errEval marks a request whose expressions failed to evaluate.
@@ -73,6 +120,12 @@ const errEval protocols.ErrorKind = "eval"
 // emit records a sample of the current call: metrics, checks and raw rows.
 func (v *vu) emit(s protocols.Sample) {
 	req := v.current
+	if s.Metric == protocols.MetricRequest && v.sc.open {
+		// The protocol timed the service from the actual send; keep that
+		// as service_time and report the response time from the plan.
+		req.series.Record(protocols.Sample{Metric: metrics.MetricServiceTime, Time: s.Time, Value: s.Value})
+		s.Value += v.lateness
+	}
 	req.series.Record(s)
 	if s.Metric != protocols.MetricRequest {
 		return

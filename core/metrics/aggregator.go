@@ -356,6 +356,12 @@ func (a *Aggregator) Requests(elapsed time.Duration) map[string]map[string]*Requ
 			out[s.scenario] = byRequest
 		}
 		rf := requestFigures(&s.total, s.totalLatency, elapsed.Seconds())
+		if len(s.totalMetrics) > 0 {
+			rf.Metrics = make(map[string]MetricFigures, len(s.totalMetrics))
+			for name, h := range s.totalMetrics {
+				rf.Metrics[name] = metricFigures(h)
+			}
+		}
 		byRequest[s.request] = &rf
 	}
 	return out

@@ -5,6 +5,18 @@ package metrics
 
 import "time"
 
+// Metric names the core records besides the protocols' own.
+const (
+	// MetricServiceTime is the time from the actual send to the response,
+	// recorded in the open model beside the response time, which runs
+	// from the planned start.
+	MetricServiceTime = "service_time"
+	// MetricStartLateness is how late an open-model iteration started
+	// against its planned start: the generator's own scheduling error,
+	// plus any wait for a free VU.
+	MetricStartLateness = "start_lateness"
+)
+
 // RunInfo describes a run to the sinks when it starts.
 type RunInfo struct {
 	RunID     string
@@ -54,6 +66,9 @@ type RequestFigures struct {
 	Status        map[string]int64 `json:"status"`         // "200" -> count; never nil
 	ErrorsByKind  map[string]int64 `json:"errors_by_kind"` // "timeout" -> count; never nil
 	Checks        ChecksFigures    `json:"checks"`
+	// Metrics are the request's other metrics over the run, such as ttfb,
+	// or service_time in the open model; set in the summary only.
+	Metrics map[string]MetricFigures `json:"metrics,omitempty"`
 }
 
 // MetricFigures summarise one protocol metric other than the request

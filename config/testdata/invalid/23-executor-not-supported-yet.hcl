@@ -3,8 +3,7 @@ target "shop" {
 }
 
 scenario "browse" {
-  executor = "constant-arrival-rate"
-  rate     = 100
+  executor = "capacity-search"
   duration = "1m"
 
   request "home" {

@@ -1,0 +1,12 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "orders" {
+  executor = "constant-arrival-rate"
+  rate     = 100
+
+  request "home" {
+    path = "/"
+  }
+}

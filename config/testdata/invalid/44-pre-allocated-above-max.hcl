@@ -1,0 +1,15 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "orders" {
+  executor          = "constant-arrival-rate"
+  rate              = 100
+  duration          = "1m"
+  pre_allocated_vus = 50
+  max_vus           = 20
+
+  request "home" {
+    path = "/"
+  }
+}

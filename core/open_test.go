@@ -1,0 +1,283 @@
+package core
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
+)
+
+// TestConstantArrivalRateHoldsRate: 2,000 iterations/s for 10 s against a
+// fast loopback server. The server counts what it receives. The precise
+// figures come from BenchmarkOpenModel; here the bounds are loose, because
+// a unit test shares the machine.
+func TestConstantArrivalRateHoldsRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 s end-to-end run; scripts/test.sh runs it without -short")
+	}
+	srv := newCountingServer(t, nil)
+	sum := runOpen(t, srv.URL, 2000, 10*time.Second)
+	r := sum.Scenarios["open"].Requests["r"]
+	if got := int64(srv.count("/r")); got != r.Count {
+		t.Errorf("summary count %d, server count %d", r.Count, got)
+	}
+	if off := math.Abs(float64(r.Count)-20000) / 20000; off > 0.01 {
+		t.Errorf("sent %d, %.2f%% off the planned 20,000", r.Count, off*100)
+	}
+	late := r.Metrics[metrics.MetricStartLateness]
+	if late.P99 > 10 {
+		t.Errorf("p99 start lateness %.3f ms", late.P99)
+	}
+	if d := sum.Scenarios["open"].DroppedIterations; d != 0 {
+		t.Errorf("%d iterations dropped", d)
+	}
+	t.Logf("sent %d of 20000 planned; start lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+		r.Count, late.P50, late.P99, late.Max)
+}
+
+func runOpen(t testing.TB, url string, rate int, d time.Duration) *metrics.Summary {
+	test := loadTest(t, `
+variable "base_url" {}
+variable "rate" {}
+variable "duration" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "open" {
+  executor          = "constant-arrival-rate"
+  rate              = var.rate
+  duration          = var.duration
+  pre_allocated_vus = 50
+  max_vus           = 500
+  request "r" {
+    path = "/r"
+  }
+}
+`, map[string]string{"base_url": url, "rate": strconv.Itoa(rate), "duration": d.String()})
+	return runTest(t, test, Options{})
+}
+
+// freezingServer answers at once, except that from freezeAt after its
+// first request it holds every request until the 1 s freeze is over.
+type freezingServer struct {
+	mu          sync.Mutex
+	first       time.Time
+	from, until time.Time
+}
+
+func (f *freezingServer) handler(freezeAt, freezeFor time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		if f.first.IsZero() {
+			f.first = time.Now()
+			f.from = f.first.Add(freezeAt)
+			f.until = f.from.Add(freezeFor)
+		}
+		until := f.until
+		frozen := time.Now().After(f.from) && time.Now().Before(until)
+		f.mu.Unlock()
+		if frozen {
+			time.Sleep(time.Until(until))
+		}
+		w.Write([]byte("ok"))
+	}
+}
+
+const freezeTest = `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "open" {
+  executor          = "constant-arrival-rate"
+  rate              = 500
+  duration          = "10s"
+  pre_allocated_vus = 20
+  max_vus           = 20
+  # Iterations wait for one of the 20 VUs, as requests wait for one of
+  # wrk2's connections, instead of being dropped.
+  max_queue_wait    = "5s"
+  request "r" {
+    path = "/r"
+  }
+}
+`
+
+const freezeClosedTest = `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "closed" {
+  executor   = "constant-vus"
+  vus        = 10
+  duration   = "10s"
+  think_time = "20ms"
+  request "r" {
+    path = "/r"
+  }
+}
+`
+
+// TestCoordinatedOmission: at 500 requests/s a server freezes once for
+// 1 s. The open model's response time, from the planned start, shows the
+// freeze in its p99; its service time, from the actual send, does not,
+// because most of the freeze's iterations waited in hload for a VU. The
+// closed model against the same server hides the freeze: its VUs simply
+// stop sending while it lasts (coordinated omission).
+func TestCoordinatedOmission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two 10 s end-to-end runs; scripts/test.sh runs it without -short")
+	}
+	run := func(src string) *metrics.Summary {
+		f := &freezingServer{}
+		srv := httptest.NewServer(f.handler(4*time.Second, time.Second))
+		defer srv.Close()
+		return runTest(t, loadTest(t, src, map[string]string{"base_url": srv.URL}), Options{})
+	}
+	open := run(freezeTest)
+	closed := run(freezeClosedTest)
+
+	o := open.Scenarios["open"].Requests["r"]
+	service := o.Metrics[metrics.MetricServiceTime]
+	c := closed.Scenarios["closed"].Requests["r"]
+	t.Logf("open   (500/s): %d requests, response time p50 %.2f ms p99 %.1f ms max %.1f ms; service time p50 %.2f ms p99 %.2f ms max %.1f ms; dropped %d",
+		o.Count, o.Latency.P50, o.Latency.P99, o.Latency.Max, service.P50, service.P99, service.Max, open.Scenarios["open"].DroppedIterations)
+	t.Logf("closed (10 VUs): %d requests, latency p50 %.2f ms p99 %.2f ms max %.1f ms",
+		c.Count, c.Latency.P50, c.Latency.P99, c.Latency.Max)
+	if o.Latency.P99 < 500 {
+		t.Errorf("open model response-time p99 %.1f ms does not show the 1 s freeze", o.Latency.P99)
+	}
+	if service.P99 > 100 {
+		t.Errorf("open model service-time p99 %.1f ms, want low", service.P99)
+	}
+	if d := open.Scenarios["open"].DroppedIterations; d != 0 {
+		t.Errorf("%d iterations dropped", d)
+	}
+	if o.Count < 4900 {
+		t.Errorf("open model sent %d of 5000", o.Count)
+	}
+	if c.Latency.P99 >= 500 || c.Latency.Max < 500 {
+		t.Errorf("closed model p99 %.1f ms, max %.1f ms: want the freeze in max only", c.Latency.P99, c.Latency.Max)
+	}
+}
+
+// rawRecorder keeps every call's raw record.
+type rawRecorder struct {
+	snapshotSink
+	rawMu sync.Mutex
+	raw   []metrics.RawRecord
+}
+
+func (r *rawRecorder) WriteRaw(rec metrics.RawRecord) {
+	r.rawMu.Lock()
+	r.raw = append(r.raw, rec)
+	r.rawMu.Unlock()
+}
+
+// TestRampingArrivalRateFollowsStages: after the first second, each
+// second's sent count is within 2 % of the plan.
+func TestRampingArrivalRateFollowsStages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("8 s end-to-end run; scripts/test.sh runs it without -short")
+	}
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "ramp" {
+  executor   = "ramping-arrival-rate"
+  start_rate = 50
+  stages = [
+    { duration = "3s", target = 600 },
+    { duration = "2s", target = 600 },
+    { duration = "3s", target = 150 },
+  ]
+  max_vus = 200
+  request "r" {
+    path = "/r"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	rec := &rawRecorder{}
+	sum := runTest(t, test, Options{Sinks: []Sink{rec}})
+	plan := rampingRate(test.Scenarios[0].Executor.(config.RampingArrivalRate))
+	sent := make([]time.Time, 0, len(rec.raw))
+	for _, r := range rec.raw {
+		sent = append(sent, r.Time.Add(-r.Latency))
+	}
+	sort.Slice(sent, func(i, j int) bool { return sent[i].Before(sent[j]) })
+	start := sent[0]
+	perSecond := make([]int64, 8)
+	for _, s := range sent {
+		if k := int(s.Sub(start) / time.Second); k < len(perSecond) {
+			perSecond[k]++
+		}
+	}
+	for k := 1; k < len(perSecond); k++ {
+		want := plan.countBy(time.Duration(k+1)*time.Second) - plan.countBy(time.Duration(k)*time.Second)
+		off := math.Abs(float64(perSecond[k]-want)) / float64(want)
+		t.Logf("second %d: sent %d, plan %d (%.2f%% off)", k, perSecond[k], want, off*100)
+		if off > 0.02 {
+			t.Errorf("second %d: sent %d, plan %d", k, perSecond[k], want)
+		}
+	}
+	if got, want := sum.Scenarios["ramp"].Requests["r"].Count, plan.countBy(plan.duration()); got != want {
+		t.Errorf("sent %d in all, plan %d", got, want)
+	}
+}
+
+// TestDroppedIterations: 2 VUs against a 50 ms server cannot hold
+// 200 iterations/s; the rest are dropped and reported.
+func TestDroppedIterations(t *testing.T) {
+	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond)
+	})
+	test := loadTest(t, `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "tight" {
+  executor          = "constant-arrival-rate"
+  rate              = 200
+  duration          = "2s"
+  pre_allocated_vus = 2
+  max_vus           = 2
+  request "r" {
+    path = "/r"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	sink := &snapshotSink{}
+	sum := runTest(t, test, Options{Sinks: []Sink{sink}})
+	sc := sum.Scenarios["tight"]
+	if sc.DroppedIterations < 250 || sc.Iterations+sc.DroppedIterations != 400 {
+		t.Fatalf("iterations %d, dropped %d; want about 80 run and the rest of 400 dropped", sc.Iterations, sc.DroppedIterations)
+	}
+	var live int64
+	for _, snap := range sink.snaps {
+		live += snap.Dropped["tight"]
+	}
+	if live != sc.DroppedIterations {
+		t.Errorf("snapshots show %d dropped, summary %d", live, sc.DroppedIterations)
+	}
+	data, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"dropped_iterations":` + strconv.FormatInt(sc.DroppedIterations, 10); !strings.Contains(string(data), want) {
+		t.Errorf("summary JSON lacks %s", want)
+	}
+}
