@@ -171,6 +171,27 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestExamples keeps every example valid, and shows the open model's plan.
+func TestExamples(t *testing.T) {
+	examples, err := filepath.Glob("../../examples/*.hcl")
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, ex := range examples {
+		t.Run(filepath.Base(ex), func(t *testing.T) {
+			if r := hload(t, ".", "validate", ex); r.code != 0 {
+				t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+	r := hload(t, ".", "plan", "../../examples/open-model.hcl", "--latency", "50ms")
+	for _, want := range []string{"open model", "2550 planned", "20/s", "200/s", "at 50ms", "10 VUs", "Little's law"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
 // TestInterruptIsGraceful sends SIGINT in the middle of a 60 s run: exit
 // 130, the summary is printed, and the CSV's counts equal the summary's.
 func TestInterruptIsGraceful(t *testing.T) {
