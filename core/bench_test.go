@@ -30,12 +30,7 @@ func BenchmarkIteration(b *testing.B) {
 		{"dynamic", `"/item/${vu.id}/${random_int(1, 1000)}"`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			test := loadTest(b, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "s" {
+			test := loadTest(b, loopbackTarget+`scenario "s" {
   executor = "constant-vus"
   vus      = 1
   duration = "1s"

@@ -92,12 +92,7 @@ func (f *freezingServer) handler(freezeAt, freezeFor time.Duration) http.Handler
 	}
 }
 
-const freezeTest = `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "open" {
+const freezeTest = loopbackTarget + `scenario "open" {
   executor          = "constant-arrival-rate"
   rate              = 500
   duration          = "10s"
@@ -112,12 +107,7 @@ scenario "open" {
 }
 `
 
-const freezeClosedTest = `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "closed" {
+const freezeClosedTest = loopbackTarget + `scenario "closed" {
   executor   = "constant-vus"
   vus        = 10
   duration   = "10s"
@@ -191,12 +181,7 @@ func TestRampingArrivalRateFollowsStages(t *testing.T) {
 		t.Skip("8 s end-to-end run; scripts/test.sh runs it without -short")
 	}
 	srv := newCountingServer(t, nil)
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "ramp" {
+	test := loadTest(t, loopbackTarget+`scenario "ramp" {
   executor   = "ramping-arrival-rate"
   start_rate = 50
   stages = [
@@ -244,12 +229,7 @@ func TestDroppedIterations(t *testing.T) {
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(50 * time.Millisecond)
 	})
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "tight" {
+	test := loadTest(t, loopbackTarget+`scenario "tight" {
   executor          = "constant-arrival-rate"
   rate              = 200
   duration          = "2s"

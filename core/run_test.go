@@ -26,6 +26,15 @@ import (
 	hloadhttp "github.com/hload/hload/protocols/http"
 )
 
+// loopbackTarget declares the target "t" at var.base_url, which the tests
+// point at their loopback server.
+const loopbackTarget = `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+`
+
 // loadTest parses an HCL test against the real HTTP protocol.
 func loadTest(t testing.TB, src string, vars map[string]string) *config.Test {
 	t.Helper()
@@ -172,12 +181,7 @@ func TestMixMatchesServerCounts(t *testing.T) {
 // vus x iterations iterations, with the ramp-up.
 func TestIterationsRunsExactly(t *testing.T) {
 	srv := newCountingServer(t, nil)
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "group" {
+	test := loadTest(t, loopbackTarget+`scenario "group" {
   executor   = "iterations"
   vus        = 7
   iterations = 13
@@ -219,12 +223,7 @@ func TestRampingVUsFollowsStages(t *testing.T) {
 		t.Skip("end-to-end timing run; scripts/test.sh runs it without -short")
 	}
 	srv := newCountingServer(t, nil)
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "ramp" {
+	test := loadTest(t, loopbackTarget+`scenario "ramp" {
   executor   = "ramping-vus"
   start_vus  = 0
   stages     = [
@@ -274,12 +273,7 @@ func TestLatencyIsRight(t *testing.T) {
 		t.Skip("timing-sensitive; scripts/test.sh runs it without -short and -race")
 	}
 	url := startSleepServer(t)
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "sleepy" {
+	test := loadTest(t, loopbackTarget+`scenario "sleepy" {
   executor   = "constant-vus"
   vus        = 10
   duration   = "15s"
@@ -480,12 +474,7 @@ func TestGracefulStopInterruptsSlowCalls(t *testing.T) {
 		}
 	})
 	defer close(release)
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "s" {
+	test := loadTest(t, loopbackTarget+`scenario "s" {
   executor      = "constant-vus"
   vus           = 3
   duration      = "300ms"
@@ -509,12 +498,7 @@ scenario "s" {
 // TestSeveralScenariosRunAtOnce runs two scenarios side by side.
 func TestSeveralScenariosRunAtOnce(t *testing.T) {
 	srv := newCountingServer(t, nil)
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "a" {
+	test := loadTest(t, loopbackTarget+`scenario "a" {
   executor   = "iterations"
   vus        = 2
   iterations = 50
@@ -551,12 +535,7 @@ func TestFailedChecksAreNotErrors(t *testing.T) {
 		}
 		w.Write([]byte("hello world"))
 	})
-	test := loadTest(t, `
-variable "base_url" {}
-target "t" {
-  base_url = var.base_url
-}
-scenario "s" {
+	test := loadTest(t, loopbackTarget+`scenario "s" {
   executor   = "iterations"
   vus        = 2
   iterations = 20
