@@ -129,3 +129,11 @@ func (r *Registry) Names() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Failer is an optional ability of a Client whose protocol can fail as a
+// whole, such as a plugin process that crashed or hangs. The core watches
+// Failed and ends the run with that error: samples received so far are
+// kept, and the exit code says the run failed.
+type Failer interface {
+	Failed() <-chan error
+}
