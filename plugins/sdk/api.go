@@ -7,11 +7,10 @@ package sdk
 
 import (
 	"context"
-	"time"
+	"errors"
 
 	"github.com/hashicorp/go-plugin"
-	"github.com/hashicorp/hcl/v2/hcldec"
-	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc"
 
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
@@ -40,57 +39,42 @@ func Handshake() plugin.HandshakeConfig {
 // PluginSets returns go-plugin's versioned plugin sets. impl is the
 // protocol on the plugin side and nil on the host side.
 func PluginSets(impl protocols.Protocol) map[int]plugin.PluginSet {
-	panic("not implemented")
+	return map[int]plugin.PluginSet{
+		ProtocolVersion: {PluginName: &grpcPlugin{impl: impl}},
+	}
 }
 
 // Serve runs impl as a plugin. It is a plugin binary's whole main.
-func Serve(impl protocols.Protocol) { panic("not implemented") }
-
-// Harness runs a protocol through the whole wire (the plugin's server and
-// the host's Remote over an in-memory gRPC connection) without a process,
-// so a plugin's author can test it with `go test`. It implements
-// protocols.Protocol.
-type Harness struct{ *Remote }
-
-// NewHarness starts impl behind an in-memory connection.
-func NewHarness(impl protocols.Protocol) (*Harness, error) { panic("not implemented") }
-
-// Close stops the harness.
-func (h *Harness) Close() error { panic("not implemented") }
-
-// RemoteOptions tune the host's end of the wire.
-type RemoteOptions struct {
-	// Name names the plugin in errors.
-	Name string
-	// HangTimeout is how long the plugin may send nothing, not even a
-	// heartbeat, while calls are pending, before it is declared hung.
-	HangTimeout time.Duration
-	// Stderr returns the plugin's last stderr lines, for errors.
-	Stderr func() []string
+// go-plugin sets up mutual TLS on its own when the host asks for AutoMTLS.
+func Serve(impl protocols.Protocol) {
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  Handshake(),
+		VersionedPlugins: PluginSets(impl),
+		GRPCServer:       plugin.DefaultGRPCServer,
+	})
 }
 
-// Remote is a plugin's protocol seen from the host: it implements
-// protocols.Protocol over the wire. Its clients also implement
-// protocols.Failer.
-type Remote struct{}
-
-// NewRemote describes the plugin behind c and returns its protocol.
-func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) (*Remote, error) {
-	panic("not implemented")
+// grpcPlugin is the go-plugin glue: it serves a protocol on the plugin
+// side and hands the host the raw gRPC client, which the host wraps with
+// NewRemote once it knows the plugin's name and stderr.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	impl protocols.Protocol
 }
 
-// Describe implements protocols.Protocol.
-func (r *Remote) Describe() protocols.Info { panic("not implemented") }
+var _ plugin.GRPCPlugin = (*grpcPlugin)(nil)
 
-// Open implements protocols.Protocol.
-func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	panic("not implemented")
+// GRPCServer implements plugin.GRPCPlugin.
+func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	if p.impl == nil {
+		return errors.New("sdk: no protocol to serve")
+	}
+	proto.RegisterProtocolServer(s, newServer(p.impl))
+	return nil
 }
 
-// SchemaToProto encodes a schema of attributes for the wire.
-func SchemaToProto(spec hcldec.ObjectSpec) ([]*proto.Attribute, error) { panic("not implemented") }
-
-// SchemaFromProto decodes a schema of attributes from the wire.
-func SchemaFromProto(attrs []*proto.Attribute) (hcldec.ObjectSpec, error) {
-	panic("not implemented")
+// GRPCClient implements plugin.GRPCPlugin. It returns a
+// proto.ProtocolClient.
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	return proto.NewProtocolClient(conn), nil
 }

@@ -1,0 +1,501 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/plugins/proto"
+	"github.com/hload/hload/protocols"
+)
+
+// fake is an in-test protocol whose Do is the test's function.
+type fake struct {
+	do func(ctx context.Context, call protocols.Call, emit func(protocols.Sample))
+
+	mu      sync.Mutex
+	targets []cty.Value
+	closed  int
+}
+
+var fakeInfo = protocols.Info{
+	Name:    "fake",
+	Version: "1.2.3",
+	TargetSpec: hcldec.ObjectSpec{
+		"address": &hcldec.AttrSpec{Name: "address", Type: cty.String, Required: true},
+		"options": &hcldec.AttrSpec{Name: "options", Type: cty.Map(cty.String)},
+	},
+	RequestSpec: hcldec.ObjectSpec{
+		"path":    &hcldec.AttrSpec{Name: "path", Type: cty.String},
+		"headers": &hcldec.AttrSpec{Name: "headers", Type: cty.Map(cty.String)},
+		"json":    &hcldec.AttrSpec{Name: "json", Type: cty.DynamicPseudoType},
+	},
+}
+
+func (f *fake) Describe() protocols.Info { return fakeInfo }
+
+func (f *fake) Open(_ context.Context, target cty.Value) (protocols.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.targets = append(f.targets, target)
+	return fakeClient{f}, nil
+}
+
+type fakeClient struct{ f *fake }
+
+func (c fakeClient) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+	c.f.do(ctx, call, emit)
+}
+
+func (c fakeClient) Close() error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	c.f.closed++
+	return nil
+}
+
+var testTarget = cty.ObjectVal(map[string]cty.Value{
+	"address": cty.StringVal("127.0.0.1:6379"),
+	"options": cty.MapVal(map[string]cty.Value{"db": cty.StringVal("2")}),
+})
+
+func request(path string) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{
+		"path":    cty.StringVal(path),
+		"headers": cty.NullVal(cty.Map(cty.String)),
+		"json":    cty.NullVal(cty.DynamicPseudoType),
+	})
+}
+
+// okSample is what a trivial protocol emits.
+func okSample(emit func(protocols.Sample)) {
+	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Millisecond, Status: 200})
+}
+
+// open starts a harness around do and opens a client on it; both close at
+// the end of the test.
+func open(t testing.TB, opts RemoteOptions, do func(context.Context, protocols.Call, func(protocols.Sample))) (*Harness, protocols.Client, *fake) {
+	t.Helper()
+	f := &fake{do: do}
+	h, err := newHarness(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	c, err := h.Open(context.Background(), testTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return h, c, f
+}
+
+// collect runs one Do and returns its samples, copying bodies, which are
+// valid only during emit.
+func collect(ctx context.Context, c protocols.Client, call protocols.Call) []protocols.Sample {
+	var got []protocols.Sample
+	c.Do(ctx, call, func(s protocols.Sample) {
+		if s.Body != nil {
+			s.Body = append([]byte(nil), s.Body...)
+		}
+		got = append(got, s)
+	})
+	return got
+}
+
+func TestHarnessDescribe(t *testing.T) {
+	h, err := NewHarness(&fake{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	info := h.Describe()
+	if info.Name != "fake" || info.Version != "1.2.3" || h.SDKVersion() != Version {
+		t.Errorf("got %q %q sdk %q", info.Name, info.Version, h.SDKVersion())
+	}
+	if !hcldec.ImpliedType(info.TargetSpec).Equals(hcldec.ImpliedType(fakeInfo.TargetSpec)) ||
+		!hcldec.ImpliedType(info.RequestSpec).Equals(hcldec.ImpliedType(fakeInfo.RequestSpec)) {
+		t.Errorf("schemas changed: %#v", info)
+	}
+	if !info.TargetSpec["address"].(*hcldec.AttrSpec).Required {
+		t.Error("address lost Required")
+	}
+}
+
+func TestHarnessValues(t *testing.T) {
+	var got protocols.Call
+	_, c, f := open(t, RemoteOptions{}, func(_ context.Context, call protocols.Call, emit func(protocols.Sample)) {
+		got = call
+		okSample(emit)
+	})
+	if len(f.targets) != 1 || !f.targets[0].RawEquals(testTarget) {
+		t.Errorf("target: got %#v", f.targets)
+	}
+	planned := time.Unix(1700000000, 123456789)
+	req := cty.ObjectVal(map[string]cty.Value{
+		"path":    cty.StringVal("/posts/7"),
+		"headers": cty.MapVal(map[string]cty.Value{"Accept": cty.StringVal("application/json")}),
+		"json": cty.ObjectVal(map[string]cty.Value{
+			"email": cty.StringVal("a@b.c"),
+			"n":     cty.NumberIntVal(3),
+		}),
+	})
+	want := protocols.Call{VU: 7, Iteration: 42, Planned: planned, Request: req, KeepBody: true}
+	collect(context.Background(), c, want)
+	if got.VU != 7 || got.Iteration != 42 || !got.Planned.Equal(planned) || !got.KeepBody {
+		t.Errorf("call: got %+v", got)
+	}
+	if !got.Request.RawEquals(req) {
+		t.Errorf("request: got %#v, want %#v", got.Request, req)
+	}
+
+	// A zero Planned and a missing Request stay zero and null.
+	collect(context.Background(), c, protocols.Call{VU: 1})
+	if !got.Planned.IsZero() || !got.Request.IsNull() || got.KeepBody {
+		t.Errorf("zero call: got %+v", got)
+	}
+}
+
+func TestHarnessSamples(t *testing.T) {
+	now := time.Unix(1700000000, 987654321)
+	body := []byte(`{"ok":true}`)
+	_, c, _ := open(t, RemoteOptions{}, func(_ context.Context, call protocols.Call, emit func(protocols.Sample)) {
+		emit(protocols.Sample{Metric: protocols.MetricConnect, Time: now, Value: 3 * time.Millisecond})
+		emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: now, Value: 5 * time.Millisecond})
+		b := append([]byte(nil), body...)
+		emit(protocols.Sample{
+			Metric: protocols.MetricRequest, Time: now, Value: 7*time.Millisecond + 13,
+			Status: 503, Error: protocols.ErrTimeout, BytesSent: 120, BytesReceived: 4096, Body: b,
+		})
+		clear(b) // the body is only valid during emit
+		emit(protocols.Sample{Metric: "custom"})
+	})
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep_body=%v", keep), func(t *testing.T) {
+			got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/"), KeepBody: keep})
+			var wantBody []byte
+			if keep {
+				wantBody = body
+			}
+			want := []protocols.Sample{
+				{Metric: protocols.MetricConnect, Time: now, Value: 3 * time.Millisecond},
+				{Metric: protocols.MetricTTFB, Time: now, Value: 5 * time.Millisecond},
+				{Metric: protocols.MetricRequest, Time: now, Value: 7*time.Millisecond + 13,
+					Status: 503, Error: protocols.ErrTimeout, BytesSent: 120, BytesReceived: 4096, Body: wantBody},
+				{Metric: "custom"},
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got %d samples: %+v", len(got), got)
+			}
+			for i := range want {
+				g, w := got[i], want[i]
+				if g.Metric != w.Metric || !g.Time.Equal(w.Time) || g.Value != w.Value || g.Status != w.Status ||
+					g.Error != w.Error || g.BytesSent != w.BytesSent || g.BytesReceived != w.BytesReceived ||
+					string(g.Body) != string(w.Body) || (g.Body == nil) != (w.Body == nil) {
+					t.Errorf("sample %d: got %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+func TestHarnessConcurrent(t *testing.T) {
+	const vus, calls = 16, 500
+	_, c, _ := open(t, RemoteOptions{}, func(_ context.Context, call protocols.Call, emit func(protocols.Sample)) {
+		// The samples say which call they belong to, so a mix-up shows.
+		path := call.Request.GetAttr("path").AsString()
+		emit(protocols.Sample{Metric: "echo:" + path, Value: time.Duration(call.VU)})
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Value: time.Duration(call.Iteration), Status: int(call.VU)})
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, vus)
+	for vu := uint64(1); vu <= vus; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := uint64(0); it < calls; it++ {
+				path := fmt.Sprintf("/%d/%d", vu, it)
+				got := collect(context.Background(), c, protocols.Call{VU: vu, Iteration: it, Request: request(path)})
+				if len(got) != 2 || got[0].Metric != "echo:"+path || got[0].Value != time.Duration(vu) ||
+					got[1].Metric != protocols.MetricRequest || got[1].Value != time.Duration(it) || got[1].Status != int(vu) {
+					errs <- fmt.Errorf("vu %d iteration %d: got %+v", vu, it, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestHarnessCancel(t *testing.T) {
+	t.Run("protocol honours the cancel", func(t *testing.T) {
+		_, c, _ := open(t, RemoteOptions{}, func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+			<-ctx.Done()
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Error: protocols.ErrInterrupted, Status: 499})
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		got := collect(ctx, c, protocols.Call{VU: 1, Request: request("/slow")})
+		// The plugin's own sample, not the host's give-up one.
+		if len(got) != 1 || got[0].Error != protocols.ErrInterrupted || got[0].Status != 499 {
+			t.Errorf("got %+v", got)
+		}
+	})
+	t.Run("protocol ignores the cancel", func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		h, c, _ := open(t, RemoteOptions{}, func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+			<-release
+			okSample(emit)
+		})
+		h.cancelGrace = 50 * time.Millisecond
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		got := collect(ctx, c, protocols.Call{VU: 1, Request: request("/stuck")})
+		if len(got) != 1 || got[0].Metric != protocols.MetricRequest || got[0].Error != protocols.ErrInterrupted {
+			t.Errorf("got %+v", got)
+		}
+	})
+}
+
+func TestHarnessProtocolFaults(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(context.Context, protocols.Call, func(protocols.Sample))
+	}{
+		{"panic", func(context.Context, protocols.Call, func(protocols.Sample)) { panic("boom") }},
+		{"no request sample", func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+			emit(protocols.Sample{Metric: protocols.MetricTTFB})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c, _ := open(t, RemoteOptions{}, tt.do)
+			for range 2 { // the plugin survives the first
+				got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")})
+				last := got[len(got)-1]
+				if last.Metric != protocols.MetricRequest || last.Error != protocols.ErrProtocol {
+					t.Fatalf("got %+v", got)
+				}
+			}
+			select {
+			case err := <-c.(protocols.Failer).Failed():
+				t.Errorf("failed: %v", err)
+			default:
+			}
+		})
+	}
+}
+
+// TestServerMalformedCall speaks the wire directly, as a broken host would.
+func TestServerMalformedCall(t *testing.T) {
+	h, _, _ := open(t, RemoteOptions{}, func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) })
+	pc := proto.NewProtocolClient(h.conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	stream, err := pc.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&proto.CallBatch{ClientId: 999}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err == nil || !strings.Contains(err.Error(), "no client 999") {
+		t.Errorf("unknown client: got %v", err)
+	}
+
+	b, _ := encodeValue(testTarget, hcldec.ImpliedType(fakeInfo.TargetSpec))
+	opened, err := pc.Open(ctx, &proto.OpenRequest{TargetMsgpack: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.Open(ctx, &proto.OpenRequest{TargetMsgpack: []byte{0xc1}}); err == nil {
+		t.Error("Open took a malformed target")
+	}
+	stream, err = pc.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = stream.Send(&proto.CallBatch{ClientId: opened.ClientId, Calls: []*proto.Call{
+		{Id: 1, RequestMsgpack: []byte{0xc1, 0xff, 0x00}},
+		{Id: 2, RequestMsgpack: []byte{0x93}}, // an array for an object, cut short
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := map[uint64]string{}
+	done := map[uint64]bool{}
+	for len(done) < 2 {
+		sb, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sb.Samples {
+			errs[s.CallId] = s.Error
+		}
+		for _, id := range sb.Done {
+			done[id] = true
+		}
+	}
+	for _, id := range []uint64{1, 2} {
+		if errs[id] != string(protocols.ErrProtocol) {
+			t.Errorf("call %d: error %q", id, errs[id])
+		}
+	}
+}
+
+func TestHarnessStreamBreaks(t *testing.T) {
+	started := make(chan struct{}, 4)
+	h, c, _ := open(t, RemoteOptions{Name: "mqtt", Stderr: func() []string { return []string{"panic: oops", "goroutine 1"} }},
+		func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+			started <- struct{}{}
+			<-ctx.Done()
+		})
+	var wg sync.WaitGroup
+	results := make(chan []protocols.Sample, 4)
+	for vu := uint64(1); vu <= 4; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- collect(context.Background(), c, protocols.Call{VU: vu, Request: request("/")})
+		}()
+	}
+	for range 4 {
+		<-started
+	}
+	h.grpc.Stop() // as if the plugin process died
+
+	select {
+	case err := <-c.(protocols.Failer).Failed():
+		msg := err.Error()
+		if !strings.Contains(msg, `plugin "mqtt" exited`) || !strings.Contains(msg, "panic: oops") {
+			t.Errorf("error: %s", msg)
+		}
+		var perr *PluginError
+		if !errors.As(err, &perr) || perr.Plugin != "mqtt" || len(perr.Stderr) != 2 {
+			t.Errorf("error: %#v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Failed did not fire")
+	}
+	wg.Wait()
+	close(results)
+	for got := range results {
+		if len(got) != 1 || got[0].Metric != protocols.MetricRequest || got[0].Error != ErrPlugin {
+			t.Errorf("pending call: got %+v", got)
+		}
+	}
+	got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")})
+	if len(got) != 1 || got[0].Error != ErrPlugin {
+		t.Errorf("later call: got %+v", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("close after failure: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	select {
+	case err := <-c.(protocols.Failer).Failed():
+		t.Errorf("a second failure: %v", err)
+	default:
+	}
+}
+
+func TestHarnessHang(t *testing.T) {
+	h, c, _ := open(t, RemoteOptions{Name: "slowpoke", HangTimeout: 200 * time.Millisecond},
+		func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+			<-ctx.Done()
+			okSample(emit)
+		})
+	h.server.stall.Store(true) // nothing leaves the plugin, not even a heartbeat
+	done := make(chan []protocols.Sample)
+	go func() { done <- collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")}) }()
+	select {
+	case err := <-c.(protocols.Failer).Failed():
+		want := `plugin "slowpoke" stopped responding: no message for 200ms with 1 calls in flight`
+		if err.Error() != want {
+			t.Errorf("error: got %q, want %q", err, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Failed did not fire")
+	}
+	if got := <-done; len(got) != 1 || got[0].Error != ErrPlugin {
+		t.Errorf("pending call: got %+v", got)
+	}
+}
+
+// TestHarnessHeartbeat: a call slower than the hang timeout is not a hang
+// while heartbeats arrive.
+func TestHarnessHeartbeat(t *testing.T) {
+	f := &fake{do: func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+		time.Sleep(300 * time.Millisecond)
+		okSample(emit)
+	}}
+	h, err := newHarness(f, RemoteOptions{HangTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	h.server.heartbeat = 10 * time.Millisecond // before Open starts a sender
+	c, err := h.Open(context.Background(), testTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")})
+	if len(got) != 1 || got[0].Error != protocols.ErrNone {
+		t.Errorf("got %+v", got)
+	}
+	select {
+	case err := <-c.(protocols.Failer).Failed():
+		t.Errorf("failed: %v", err)
+	default:
+	}
+}
+
+func TestHarnessClose(t *testing.T) {
+	h, c, f := open(t, RemoteOptions{}, func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) })
+	if got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")}); len(got) != 1 || got[0].Error != "" {
+		t.Fatalf("got %+v", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	f.mu.Lock()
+	closed := f.closed
+	f.mu.Unlock()
+	if closed != 1 {
+		t.Errorf("the plugin's client closed %d times", closed)
+	}
+	got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")})
+	if len(got) != 1 || got[0].Error != protocols.ErrInterrupted {
+		t.Errorf("Do after Close: got %+v", got)
+	}
+	select {
+	case err := <-c.(protocols.Failer).Failed():
+		t.Errorf("failed: %v", err)
+	default:
+	}
+	if err := h.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,525 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/plugins/proto"
+	"github.com/hload/hload/protocols"
+)
+
+// ErrPlugin is the error kind of a call that a failed plugin could not
+// answer: the plugin process died or hung. The run fails through
+// protocols.Failer; the calls' samples only unblock the VUs.
+const ErrPlugin protocols.ErrorKind = "plugin"
+
+// DefaultHangTimeout is RemoteOptions.HangTimeout when it is zero.
+const DefaultHangTimeout = 10 * time.Second
+
+// cancelGrace is how long a cancelled Do waits for the plugin to confirm
+// the cancel before it gives up on the call.
+const cancelGrace = 2 * time.Second
+
+// closeTimeout bounds the CloseClient RPC, so closing a hung plugin's
+// client cannot block the end of a run.
+const closeTimeout = 5 * time.Second
+
+// RemoteOptions tune the host's end of the wire.
+type RemoteOptions struct {
+	// Name names the plugin in errors. It defaults to the described name.
+	Name string
+	// HangTimeout is how long the plugin may send nothing, not even a
+	// heartbeat, while calls are pending, before it is declared hung.
+	// Zero means DefaultHangTimeout.
+	HangTimeout time.Duration
+	// Stderr returns the plugin's last stderr lines, for errors.
+	Stderr func() []string
+}
+
+// PluginError is the error a client's Failed channel delivers: which plugin
+// failed, how, and its last stderr lines.
+type PluginError struct {
+	Plugin string
+	// What says what happened, such as "exited: ..." or "stopped
+	// responding: ...".
+	What string
+	// Err is the underlying error, if any, such as the stream's gRPC error.
+	Err    error
+	Stderr []string
+}
+
+// Error implements error.
+func (e *PluginError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plugin %q %s", e.Plugin, e.What)
+	if len(e.Stderr) > 0 {
+		b.WriteString("\nlast stderr lines:")
+		for _, l := range e.Stderr {
+			b.WriteString("\n  ")
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *PluginError) Unwrap() error { return e.Err }
+
+// Remote is a plugin's protocol seen from the host: it implements
+// protocols.Protocol over the wire. Its clients also implement
+// protocols.Failer.
+type Remote struct {
+	c           proto.ProtocolClient
+	opts        RemoteOptions
+	info        protocols.Info
+	sdkVersion  string
+	targetType  cty.Type
+	requestType cty.Type
+	cancelGrace time.Duration // cancelGrace, shortened by tests
+
+	mu      sync.Mutex
+	clients map[*client]struct{} // open, so a Harness can close them
+}
+
+var _ protocols.Protocol = (*Remote)(nil)
+
+// NewRemote describes the plugin behind c and returns its protocol.
+func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) (*Remote, error) {
+	d, err := c.Describe(ctx, &proto.DescribeRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: describe: %w", opts.Name, err)
+	}
+	if opts.Name == "" {
+		opts.Name = d.Name
+	}
+	if opts.HangTimeout <= 0 {
+		opts.HangTimeout = DefaultHangTimeout
+	}
+	target, err := SchemaFromProto(d.TargetSchema)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: target schema: %w", opts.Name, err)
+	}
+	request, err := SchemaFromProto(d.RequestSchema)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: request schema: %w", opts.Name, err)
+	}
+	return &Remote{
+		c:          c,
+		opts:       opts,
+		sdkVersion: d.SdkVersion,
+		info: protocols.Info{
+			Name:        d.Name,
+			Version:     d.Version,
+			TargetSpec:  target,
+			RequestSpec: request,
+		},
+		targetType:  hcldec.ImpliedType(target),
+		requestType: hcldec.ImpliedType(request),
+		cancelGrace: cancelGrace,
+		clients:     make(map[*client]struct{}),
+	}, nil
+}
+
+// Describe implements protocols.Protocol.
+func (r *Remote) Describe() protocols.Info { return r.info }
+
+// SDKVersion returns the version of the SDK the plugin was built with.
+func (r *Remote) SDKVersion() string { return r.sdkVersion }
+
+// Open implements protocols.Protocol. The client it returns also
+// implements protocols.Failer.
+func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+	b, err := encodeValue(target, r.targetType)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: encoding the target: %w", r.opts.Name, err)
+	}
+	resp, err := r.c.Open(ctx, &proto.OpenRequest{TargetMsgpack: b})
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: open: %w", r.opts.Name, err)
+	}
+	// The stream lives as long as the client, not as Open's ctx.
+	streamCtx, cancel := context.WithCancel(context.Background())
+	stream, err := r.c.Run(streamCtx)
+	if err == nil {
+		// Names the client at once, so the plugin starts its sender and
+		// its heartbeats.
+		err = stream.Send(&proto.CallBatch{ClientId: resp.ClientId})
+	}
+	if err != nil {
+		cancel()
+		closeCtx, done := context.WithTimeout(context.Background(), closeTimeout)
+		r.c.CloseClient(closeCtx, &proto.CloseRequest{ClientId: resp.ClientId})
+		done()
+		return nil, fmt.Errorf("plugin %q: opening the call stream: %w", r.opts.Name, err)
+	}
+	c := &client{
+		r:         r,
+		id:        resp.ClientId,
+		stream:    stream,
+		streamCtx: streamCtx,
+		cancel:    cancel,
+		pending:   make(map[uint64]*pendingCall),
+		wake:      make(chan struct{}, 1),
+		failed:    make(chan error, 1),
+	}
+	r.mu.Lock()
+	r.clients[c] = struct{}{}
+	r.mu.Unlock()
+	c.wg.Add(3)
+	go c.send()
+	go c.receive()
+	go c.watch()
+	return c, nil
+}
+
+// closeClients closes the clients still open.
+func (r *Remote) closeClients() {
+	r.mu.Lock()
+	clients := make([]*client, 0, len(r.clients))
+	for c := range r.clients {
+		clients = append(clients, c)
+	}
+	r.mu.Unlock()
+	for _, c := range clients {
+		c.Close()
+	}
+}
+
+// pendingCall is one Do waiting for its call's samples. Pooled, with its
+// proto.Call, so a call allocates little on the host.
+type pendingCall struct {
+	call    proto.Call
+	samples []protocols.Sample
+	outcome protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
+	done    chan struct{}       // capacity 1: one signal per use
+}
+
+var pendingCalls = sync.Pool{New: func() any {
+	return &pendingCall{done: make(chan struct{}, 1)}
+}}
+
+// client is an opened target on the plugin, with its Run stream.
+type client struct {
+	r         *Remote
+	id        uint64
+	stream    proto.Protocol_RunClient
+	streamCtx context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	mu       sync.Mutex
+	nextID   uint64
+	pending  map[uint64]*pendingCall
+	queue    []*proto.Call // waiting for the sender
+	cancels  []uint64      // waiting for the sender
+	failErr  error
+	closed   bool
+	received atomic.Uint64 // messages received, for the hang watchdog
+	sent     atomic.Uint64 // batches sent, for the benchmark's calls per batch
+
+	wake   chan struct{} // capacity 1, so wakes coalesce
+	failed chan error    // capacity 1: the one failure
+}
+
+var (
+	_ protocols.Client = (*client)(nil)
+	_ protocols.Failer = (*client)(nil)
+)
+
+// Do implements protocols.Client.
+func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+	req, err := encodeValue(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
+	if err != nil {
+		// The core checked the request against the schema, so this is a
+		// bug, reported on the call rather than the whole run.
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
+		return
+	}
+	p := pendingCalls.Get().(*pendingCall)
+	// Field by field: a proto message must not be copied.
+	p.call.Vu = call.VU
+	p.call.Iteration = call.Iteration
+	p.call.PlannedUnixNano = unixNano(call.Planned)
+	p.call.RequestMsgpack = req
+	p.call.KeepBody = call.KeepBody
+	p.samples = p.samples[:0]
+	p.outcome = protocols.ErrNone
+
+	c.mu.Lock()
+	if c.failErr != nil || c.closed {
+		kind := ErrPlugin
+		if c.failErr == nil {
+			kind = protocols.ErrInterrupted
+		}
+		c.mu.Unlock()
+		pendingCalls.Put(p)
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: kind})
+		return
+	}
+	c.nextID++
+	id := c.nextID
+	p.call.Id = id
+	c.pending[id] = p
+	c.queue = append(c.queue, &p.call)
+	c.mu.Unlock()
+	c.signal()
+
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if !c.cancelCall(p, id) {
+			// The plugin never confirmed; p may still sit in the sender's
+			// queue, so it is left to the garbage collector.
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+			return
+		}
+	}
+	if p.outcome != protocols.ErrNone {
+		// Given up by a failure or Close; p may still be queued.
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: p.outcome})
+		return
+	}
+	for i := range p.samples {
+		emit(p.samples[i])
+	}
+	// Body is only valid during emit, so dropping the references is safe.
+	clear(p.samples)
+	pendingCalls.Put(p)
+}
+
+// cancelCall asks the plugin to cancel a call and waits a grace for it to
+// finish. It reports whether p.done arrived.
+func (c *client) cancelCall(p *pendingCall, id uint64) bool {
+	c.mu.Lock()
+	if c.failErr == nil && !c.closed {
+		c.cancels = append(c.cancels, id)
+	}
+	c.mu.Unlock()
+	c.signal()
+	t := time.NewTimer(c.r.cancelGrace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+	}
+	c.mu.Lock()
+	_, stillPending := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if !stillPending {
+		// done was delivered while the timer fired.
+		<-p.done
+		return true
+	}
+	return false
+}
+
+// Failed implements protocols.Failer: it delivers one error if the plugin
+// dies or hangs.
+func (c *client) Failed() <-chan error { return c.failed }
+
+// Close implements protocols.Client. It is safe to call twice and after a
+// failure; calls still pending end as interrupted.
+func (c *client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	failed := c.failErr != nil
+	c.abandon(protocols.ErrInterrupted)
+	c.mu.Unlock()
+
+	c.cancel()
+	c.wg.Wait()
+	c.r.mu.Lock()
+	delete(c.r.clients, c)
+	c.r.mu.Unlock()
+	if failed {
+		return nil // the plugin is gone; the failure was reported already
+	}
+	ctx, done := context.WithTimeout(context.Background(), closeTimeout)
+	defer done()
+	resp, err := c.r.c.CloseClient(ctx, &proto.CloseRequest{ClientId: c.id})
+	if err != nil {
+		return fmt.Errorf("plugin %q: close: %w", c.r.opts.Name, err)
+	}
+	if resp.Error != "" {
+		return fmt.Errorf("plugin %q: close: %s", c.r.opts.Name, resp.Error)
+	}
+	return nil
+}
+
+// abandon completes every pending call with kind. c.mu must be held.
+func (c *client) abandon(kind protocols.ErrorKind) {
+	for id, p := range c.pending {
+		p.outcome = kind
+		p.done <- struct{}{}
+		delete(c.pending, id)
+	}
+}
+
+// fail records the client's one failure and unblocks every VU.
+func (c *client) fail(what string, err error) {
+	c.mu.Lock()
+	if c.failErr != nil || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	perr := &PluginError{Plugin: c.r.opts.Name, What: what, Err: err}
+	c.failErr = perr
+	c.abandon(ErrPlugin)
+	c.mu.Unlock()
+	c.cancel()
+	if c.r.opts.Stderr != nil {
+		perr.Stderr = c.r.opts.Stderr()
+	}
+	c.failed <- perr
+}
+
+func (c *client) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send is the stream's only sender: it drains everything queued into one
+// CallBatch as soon as there is anything, so no call waits for a timer,
+// and what queues up during a Send goes in the next batch.
+func (c *client) send() {
+	defer c.wg.Done()
+	batch := &proto.CallBatch{}
+	var calls []*proto.Call
+	var cancels []uint64
+	for {
+		select {
+		case <-c.streamCtx.Done():
+			return
+		case <-c.wake:
+		}
+		// Let the goroutines that are ready to queue more do so first: a
+		// bigger batch at no timer's cost.
+		runtime.Gosched()
+		c.mu.Lock()
+		calls, c.queue = c.queue, calls[:0]
+		cancels, c.cancels = c.cancels, cancels[:0]
+		c.mu.Unlock()
+		if len(calls) == 0 && len(cancels) == 0 {
+			continue
+		}
+		batch.Calls, batch.Cancel = calls, cancels
+		err := c.stream.Send(batch)
+		c.sent.Add(1)
+		clear(calls) // Send has marshalled them; keep no pooled call alive
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.fail("exited: "+err.Error(), err)
+			}
+			// On io.EOF the stream's real status comes from Recv.
+			return
+		}
+	}
+}
+
+// receive hands samples to their pending calls and completes the calls the
+// plugin reports done.
+func (c *client) receive() {
+	defer c.wg.Done()
+	for {
+		b, err := c.stream.Recv()
+		if err != nil {
+			if c.streamCtx.Err() == nil {
+				if err == io.EOF {
+					c.fail("closed the call stream", nil)
+				} else {
+					c.fail("exited: "+err.Error(), err)
+				}
+			}
+			return
+		}
+		c.received.Add(1)
+		if len(b.Samples) == 0 && len(b.Done) == 0 {
+			continue // a heartbeat
+		}
+		c.mu.Lock()
+		for _, s := range b.Samples {
+			p := c.pending[s.CallId]
+			if p == nil {
+				continue // given up after a cancel
+			}
+			sample := protocols.Sample{
+				Metric:        s.Metric,
+				Value:         time.Duration(s.ValueNanos),
+				Status:        int(s.Status),
+				Error:         protocols.ErrorKind(s.Error),
+				BytesSent:     s.BytesSent,
+				BytesReceived: s.BytesReceived,
+				Body:          s.Body,
+			}
+			if s.TimeUnixNano != 0 {
+				sample.Time = time.Unix(0, s.TimeUnixNano)
+			}
+			p.samples = append(p.samples, sample)
+		}
+		for _, id := range b.Done {
+			if p := c.pending[id]; p != nil {
+				delete(c.pending, id)
+				p.done <- struct{}{}
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// watch declares the plugin hung when it sends nothing, not even a
+// heartbeat, for HangTimeout while calls are pending. Idle time does not
+// count, so a plugin that sent nothing while nothing was asked is fine.
+func (c *client) watch() {
+	defer c.wg.Done()
+	timeout := c.r.opts.HangTimeout
+	tick := time.NewTicker(max(timeout/10, time.Millisecond))
+	defer tick.Stop()
+	lastSeen := time.Now()
+	lastCount := c.received.Load()
+	for {
+		select {
+		case <-c.streamCtx.Done():
+			return
+		case now := <-tick.C:
+			count := c.received.Load()
+			c.mu.Lock()
+			inFlight := len(c.pending)
+			c.mu.Unlock()
+			if count != lastCount || inFlight == 0 {
+				lastSeen, lastCount = now, count
+				continue
+			}
+			if now.Sub(lastSeen) >= timeout {
+				c.fail(fmt.Sprintf("stopped responding: no message for %s with %d calls in flight", timeout, inFlight), nil)
+				return
+			}
+		}
+	}
+}
+
+// nullIfNil turns the zero cty.Value, which a caller may pass for a
+// request without attributes, into a null of the schema's type.
+func nullIfNil(v cty.Value, ty cty.Type) cty.Value {
+	if v.Type() == cty.NilType {
+		return cty.NullVal(ty)
+	}
+	return v
+}

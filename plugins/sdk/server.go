@@ -1,0 +1,458 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hload/hload/plugins/proto"
+	"github.com/hload/hload/protocols"
+)
+
+// heartbeatEvery is how long the plugin's sender stays silent before it
+// sends an empty heartbeat batch, so the host can tell idle from hung. It is
+// well below the host's default hang timeout of 10 s.
+const heartbeatEvery = time.Second
+
+// server is the plugin's end of the wire: it serves impl over gRPC.
+type server struct {
+	proto.UnimplementedProtocolServer
+
+	impl        protocols.Protocol
+	describe    *proto.DescribeResponse
+	describeErr error
+	targetType  cty.Type
+	requestType cty.Type
+	heartbeat   time.Duration
+
+	// stall makes every Run sender stop sending, heartbeats included, so a
+	// test can play a hung plugin.
+	stall atomic.Bool
+
+	mu      sync.Mutex
+	nextID  uint64
+	clients map[uint64]protocols.Client
+}
+
+func newServer(impl protocols.Protocol) *server {
+	info := impl.Describe()
+	s := &server{
+		impl:        impl,
+		targetType:  hcldec.ImpliedType(info.TargetSpec),
+		requestType: hcldec.ImpliedType(info.RequestSpec),
+		heartbeat:   heartbeatEvery,
+		clients:     make(map[uint64]protocols.Client),
+	}
+	// Encoded once: a schema the wire cannot carry is the plugin author's
+	// bug, reported by Describe to whoever starts the plugin.
+	target, err := SchemaToProto(info.TargetSpec)
+	if err != nil {
+		s.describeErr = fmt.Errorf("target schema: %w", err)
+		return s
+	}
+	request, err := SchemaToProto(info.RequestSpec)
+	if err != nil {
+		s.describeErr = fmt.Errorf("request schema: %w", err)
+		return s
+	}
+	s.describe = &proto.DescribeResponse{
+		Name:          info.Name,
+		Version:       info.Version,
+		SdkVersion:    Version,
+		TargetSchema:  target,
+		RequestSchema: request,
+	}
+	return s
+}
+
+func (s *server) Describe(context.Context, *proto.DescribeRequest) (*proto.DescribeResponse, error) {
+	if s.describeErr != nil {
+		return nil, status.Error(codes.FailedPrecondition, s.describeErr.Error())
+	}
+	return s.describe, nil
+}
+
+func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenResponse, error) {
+	target, err := decodeValue(req.TargetMsgpack, s.targetType)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "decoding the target: %v", err)
+	}
+	client, err := s.impl.Open(ctx, target)
+	if err != nil {
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
+	s.mu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.clients[id] = client
+	s.mu.Unlock()
+	return &proto.OpenResponse{ClientId: id}, nil
+}
+
+func (s *server) CloseClient(_ context.Context, req *proto.CloseRequest) (*proto.CloseResponse, error) {
+	s.mu.Lock()
+	client := s.clients[req.ClientId]
+	delete(s.clients, req.ClientId)
+	s.mu.Unlock()
+	if client == nil {
+		return nil, status.Errorf(codes.NotFound, "no client %d", req.ClientId)
+	}
+	if err := client.Close(); err != nil {
+		return &proto.CloseResponse{Error: err.Error()}, nil
+	}
+	return &proto.CloseResponse{}, nil
+}
+
+// closeAll closes the clients the host left open, when the harness stops.
+func (s *server) closeAll() {
+	s.mu.Lock()
+	clients := s.clients
+	s.clients = make(map[uint64]protocols.Client)
+	s.mu.Unlock()
+	for _, c := range clients {
+		c.Close()
+	}
+}
+
+func (s *server) Run(stream proto.Protocol_RunServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	client := s.clients[first.ClientId]
+	s.mu.Unlock()
+	if client == nil {
+		return status.Errorf(codes.NotFound, "no client %d: Open it first", first.ClientId)
+	}
+	// Not derived from stream.Context(): its long chain of gRPC values is
+	// walked by every call's WithCancel and cancel. Recv fails when the
+	// stream ends, and then this is cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &run{
+		s:        s,
+		stream:   stream,
+		client:   client,
+		ctx:      ctx,
+		calls:    make(map[uint64]context.CancelFunc),
+		requests: make(map[string]cty.Value),
+		jobs:     make(chan job),
+		wake:     make(chan struct{}, 1),
+		senderQ:  make(chan struct{}),
+	}
+	go r.send()
+	r.handle(first)
+	for {
+		b, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		r.handle(b)
+	}
+	// The host closed the stream or went away: cancel what still runs.
+	// Calls that finish later emit into a buffer nobody sends.
+	cancel()
+	<-r.senderQ
+	return nil
+}
+
+// run is one Run stream: the calls of one client in flight, and the
+// samples waiting to go back.
+type run struct {
+	s      *server
+	stream proto.Protocol_RunServer
+	client protocols.Client
+	ctx    context.Context
+
+	mu       sync.Mutex
+	calls    map[uint64]context.CancelFunc // in flight, by call id
+	requests map[string]cty.Value          // decoded requests by their msgpack; Run's goroutine only
+	jobs     chan job                      // unbuffered: taken only by an idle worker
+	samples  []*proto.Sample               // waiting to be sent
+	done     []uint64                      // finished, waiting to be sent
+	free     []*proto.Sample               // sent, for reuse
+
+	wake    chan struct{} // something is pending; capacity 1 so wakes coalesce
+	senderQ chan struct{} // closed when the sender has stopped
+}
+
+func (r *run) handle(b *proto.CallBatch) {
+	// Calls first: a cancel may name a call of the same batch.
+	for _, c := range b.Calls {
+		r.start(c)
+	}
+	for _, id := range b.Cancel {
+		r.mu.Lock()
+		cancel := r.calls[id]
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
+
+// callState is one call's emit; pooled with its bound emit func so a
+// call costs no closure allocation.
+type callState struct {
+	r          *run
+	id         uint64
+	keepBody   bool
+	sawRequest bool
+	emitFn     func(protocols.Sample)
+}
+
+var callStates = sync.Pool{New: func() any {
+	cs := new(callState)
+	cs.emitFn = cs.emit
+	return cs
+}}
+
+func (r *run) start(c *proto.Call) {
+	r.mu.Lock()
+	if _, dup := r.calls[c.Id]; dup {
+		r.mu.Unlock()
+		// Reported rather than run: the host could not tell the two apart.
+		r.fail(c.Id, fmt.Sprintf("call id %d is already in flight", c.Id))
+		return
+	}
+	r.mu.Unlock()
+	// Decoded here rather than on the call's goroutine: the decoder
+	// recurses deeply, which would grow every fresh goroutine's stack, and
+	// the cache needs no lock on the one receiving goroutine.
+	req, err := r.decodeRequest(c.RequestMsgpack)
+	if err != nil {
+		r.fail(c.Id, fmt.Sprintf("decoding the request: %v", err))
+		return
+	}
+	call := protocols.Call{
+		VU:        c.Vu,
+		Iteration: c.Iteration,
+		Request:   req,
+		KeepBody:  c.KeepBody,
+	}
+	if c.PlannedUnixNano != 0 {
+		call.Planned = time.Unix(0, c.PlannedUnixNano)
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.mu.Lock()
+	r.calls[c.Id] = cancel
+	r.mu.Unlock()
+	// A call is one VU's request and may block for its whole timeout, so
+	// each runs on its own goroutine: an idle worker's when there is one,
+	// because a fresh goroutine pays for growing its stack on every call.
+	j := job{ctx: ctx, id: c.Id, call: call}
+	select {
+	case r.jobs <- j:
+	default:
+		go r.work(j)
+	}
+}
+
+// job is one call for a worker.
+type job struct {
+	ctx  context.Context
+	id   uint64
+	call protocols.Call
+}
+
+// workerIdle is how long a worker waits for another call before it exits,
+// so a run that ramped down does not keep its peak of goroutines.
+const workerIdle = 5 * time.Second
+
+// work runs j, then the calls handed to it, until it has been idle for
+// workerIdle or the run ends.
+func (r *run) work(j job) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		r.do(j.ctx, j.id, j.call)
+		j = job{}
+		idle.Reset(workerIdle)
+		select {
+		case j = <-r.jobs:
+		case <-idle.C:
+			return
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}
+
+// requestCacheSize bounds the decoded requests a run keeps. Requests often
+// repeat byte for byte (a constant path), and decoding is the plugin's
+// largest cost per call.
+const requestCacheSize = 1024
+
+// decodeRequest decodes a request through the run's cache. cty values are
+// immutable, so calls may share one.
+func (r *run) decodeRequest(b []byte) (cty.Value, error) {
+	if v, ok := r.requests[string(b)]; ok {
+		return v, nil
+	}
+	v, err := decodeValue(b, r.s.requestType)
+	if err != nil {
+		return cty.NilVal, err
+	}
+	if len(r.requests) >= requestCacheSize {
+		clear(r.requests) // varying requests: start over rather than track age
+	}
+	r.requests[string(b)] = v
+	return v, nil
+}
+
+func (r *run) do(ctx context.Context, id uint64, call protocols.Call) {
+	cs := callStates.Get().(*callState)
+	cs.r, cs.id, cs.keepBody, cs.sawRequest = r, id, call.KeepBody, false
+	defer func() {
+		if p := recover(); p != nil {
+			// A panicking protocol costs one call, not the plugin and
+			// every VU behind it.
+			fmt.Fprintf(os.Stderr, "hload plugin: Do panicked: %v\n%s", p, debug.Stack())
+		}
+		if !cs.sawRequest {
+			// The contract is one request sample per call; the host counts
+			// requests by it, so a call must never vanish.
+			cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
+		}
+		r.finish(id)
+		cs.r = nil
+		callStates.Put(cs)
+	}()
+	r.client.Do(ctx, call, cs.emitFn)
+}
+
+// emit queues one sample of the call for the sender.
+func (cs *callState) emit(s protocols.Sample) {
+	if s.Metric == protocols.MetricRequest {
+		cs.sawRequest = true
+	}
+	r := cs.r
+	r.mu.Lock()
+	var ps *proto.Sample
+	if n := len(r.free); n > 0 {
+		ps = r.free[n-1]
+		r.free = r.free[:n-1]
+	} else {
+		ps = new(proto.Sample)
+	}
+	ps.CallId = cs.id
+	ps.Metric = s.Metric
+	ps.TimeUnixNano = unixNano(s.Time)
+	ps.ValueNanos = int64(s.Value)
+	ps.Status = int32(s.Status)
+	ps.Error = string(s.Error)
+	ps.BytesSent = s.BytesSent
+	ps.BytesReceived = s.BytesReceived
+	ps.Body = ps.Body[:0]
+	if cs.keepBody && s.Body != nil {
+		// Copied: Body is valid only during emit.
+		ps.Body = append(ps.Body, s.Body...)
+	}
+	if len(ps.Body) == 0 {
+		ps.Body = nil
+	}
+	r.samples = append(r.samples, ps)
+	r.mu.Unlock()
+	r.signal()
+}
+
+// fail reports a call that could not be run.
+func (r *run) fail(id uint64, why string) {
+	fmt.Fprintf(os.Stderr, "hload plugin: call %d: %s\n", id, why)
+	cs := &callState{r: r, id: id}
+	cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
+	r.mu.Lock()
+	r.done = append(r.done, id)
+	r.mu.Unlock()
+	r.signal()
+}
+
+func (r *run) finish(id uint64) {
+	r.mu.Lock()
+	cancel := r.calls[id]
+	delete(r.calls, id)
+	r.done = append(r.done, id)
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel() // releases the context's resources
+	}
+	r.signal()
+}
+
+func (r *run) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send is the stream's only sender. It sends whatever is pending as one
+// batch as soon as there is anything, so a lightly loaded run waits for no
+// timer, and what accumulates during a Send goes in the next batch.
+func (r *run) send() {
+	defer close(r.senderQ)
+	batch := &proto.SampleBatch{}
+	var samples []*proto.Sample
+	var done []uint64
+	idle := time.NewTimer(r.s.heartbeat)
+	defer idle.Stop()
+	for {
+		heartbeat := false
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.wake:
+		case <-idle.C:
+			heartbeat = true
+		}
+		// Let the goroutines that are ready to queue more do so first: a
+		// bigger batch at no timer's cost.
+		runtime.Gosched()
+		r.mu.Lock()
+		// Swap buffers, so emitters append to the spare ones during Send.
+		samples, r.samples = r.samples, samples[:0]
+		done, r.done = r.done, done[:0]
+		r.mu.Unlock()
+		if len(samples) == 0 && len(done) == 0 && !heartbeat {
+			continue
+		}
+		for r.s.stall.Load() {
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		batch.Samples, batch.Done = samples, done
+		batch.Heartbeat = len(samples) == 0 && len(done) == 0
+		err := r.stream.Send(batch)
+		// Send has marshalled the batch, so its samples can be reused.
+		r.mu.Lock()
+		r.free = append(r.free, samples...)
+		r.mu.Unlock()
+		clear(samples)
+		if err != nil {
+			return // the stream is gone; Run's Recv sees it too
+		}
+		// Since Go 1.23, Reset also discards a fire that nobody received.
+		idle.Reset(r.s.heartbeat)
+	}
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
