@@ -27,8 +27,7 @@ const (
 	blockPlugin    = "plugin"
 )
 
-// rootSchema is the schema of a config file. plugin is listed so that it
-// gets a "not supported yet" message rather than "unsupported".
+// rootSchema is the schema of a config file.
 var rootSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: blockVariable, LabelNames: []string{"name"}},
@@ -121,7 +120,8 @@ type loader struct {
 	targetNames []string // declaration order, for messages
 	scenarios   map[string]*Scenario
 	feeders     map[string]*feederEntry
-	feederNames []string // declaration order, for messages
+	feederNames []string        // declaration order, for messages
+	plugins     map[string]bool // names declared by plugin blocks
 }
 
 // blocks groups the top-level blocks of all files by type, in file order.
@@ -158,11 +158,6 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 			all[b.Type] = append(all[b.Type], b)
 		}
 	}
-	for _, b := range all[blockPlugin] {
-		diags = append(diags, errorDiag(b.DefRange, fmt.Sprintf("%s blocks are not supported yet", b.Type),
-			"This version of hload cannot read %s blocks yet. Remove the block to run the test.", b.Type))
-	}
-
 	l := &loader{
 		opts:      opts,
 		test:      test,
@@ -170,6 +165,7 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		targets:   map[string]*targetEntry{},
 		scenarios: map[string]*Scenario{},
 		feeders:   map[string]*feederEntry{},
+		plugins:   map[string]bool{},
 	}
 	l.varCtx = &hcl.EvalContext{Functions: l.funcs}
 
@@ -178,6 +174,7 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 	diags = append(diags, l.decodeVariables(all[blockVariable])...)
 	diags = append(diags, l.decodeLocals(all[blockLocals])...)
 	diags = append(diags, l.decodeData(all[blockData])...)
+	diags = append(diags, l.decodePlugins(all[blockPlugin])...)
 	diags = append(diags, l.decodeTargets(all[blockTarget])...)
 	diags = append(diags, l.decodeScenarios(all[blockScenario])...)
 	diags = append(diags, l.decodeThresholds(all[blockThreshold])...)
@@ -216,7 +213,7 @@ func (l *loader) makeContexts(locals cty.Value) {
 }
 
 // rootBlockTypes lists the supported top-level blocks for messages.
-var rootBlockTypes = []string{blockVariable, blockLocals, blockData, blockTarget, blockScenario, blockThreshold, blockSink}
+var rootBlockTypes = []string{blockVariable, blockLocals, blockPlugin, blockData, blockTarget, blockScenario, blockThreshold, blockSink}
 
 // withBlockTypeHint adds the list of block types to hcl's "Unsupported
 // block type" errors that have no suggestion, so the user sees what is

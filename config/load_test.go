@@ -393,7 +393,7 @@ func TestMoreInvalid(t *testing.T) {
 		name, src, want string
 	}{
 		{"data type", `data "json" "users" { path = "u.json" }` + oneRequest(`path = data.users.email`), `Unknown data type "json"`},
-		{"plugin block", `plugin "mqtt" { source = "./x" }` + oneRequest(`path = "/"`), "not supported yet"},
+		{"plugin block without a plugin host", `plugin "mqtt" { source = "./x" }` + oneRequest(`path = "/"`), "does not start plugins"},
 		{"data reference", oneRequest(`path = data.users.email`), `Unknown data block "users"`},
 		{"vu in locals", `locals { a = vu.id }` + oneRequest(`path = "/"`), "Per-iteration value not allowed here"},
 		{"unknown local", oneRequest(`path = local.nope`), "nope"},

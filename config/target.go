@@ -18,7 +18,7 @@ const targetWhere = "A target block"
 // targetSchema holds the attribute every target has; the protocol's
 // TargetSpec decodes the rest.
 var targetSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "protocol"}},
+	Attributes: []hcl.AttributeSchema{{Name: "protocol"}, {Name: "isolate"}},
 }
 
 // targetEntry is a declared target, kept for resolving request targets.
@@ -65,11 +65,26 @@ func (l *loader) decodeTarget(b *hcl.Block) (*Target, *protocols.Info, hcl.Diagn
 		t.Protocol, protoRange = s, attr.Expr.Range()
 	}
 	p, ok := l.opts.Protocols.Lookup(t.Protocol)
+	if !ok && l.isPlugin(t.Protocol) {
+		// The plugin could not be provided, and that was reported.
+		return t, nil, diags
+	}
 	if !ok {
 		known := l.opts.Protocols.Names()
 		return t, nil, append(diags, errorDiag(protoRange, fmt.Sprintf("Unknown protocol %q", t.Protocol),
 			"Target %q uses protocol %q, which hload does not know.%s Known protocols: %s.",
 			t.Name, t.Protocol, didYouMean(t.Protocol, known), quoteList(known)))
+	}
+	if attr := content.Attributes["isolate"]; attr != nil {
+		if l.isPlugin(t.Protocol) {
+			diags = append(diags, errorDiag(attr.Range, "isolate is for built-in protocols",
+				"Target %q uses the plugin %q, which always runs in its own process. isolate = true runs a built-in protocol (%s) that way; remove the attribute here.",
+				t.Name, t.Protocol, quoteList(l.builtinNames())))
+		} else {
+			v, _, d := l.boolAttr(attr, targetWhere)
+			diags = append(diags, d...)
+			t.Isolate = v
+		}
 	}
 	info := p.Describe()
 	diags = append(diags, checkStatic(hcldec.Variables(rest, info.TargetSpec), targetWhere)...)
@@ -77,4 +92,15 @@ func (l *loader) decodeTarget(b *hcl.Block) (*Target, *protocols.Info, hcl.Diagn
 	diags = append(diags, d...)
 	t.Config = v
 	return t, &info, diags
+}
+
+// builtinNames lists the protocols that are not plugins, for messages.
+func (l *loader) builtinNames() []string {
+	var names []string
+	for _, n := range l.opts.Protocols.Names() {
+		if !l.isPlugin(n) {
+			names = append(names, n)
+		}
+	}
+	return names
 }

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -29,6 +30,16 @@ type Options struct {
 	// The CLI starts the embedded demo target there; validate and plan pass
 	// a function that starts nothing. Nil makes demo_url() a diagnostic.
 	DemoURL func() (string, error)
+	// Plugins is called once, after the plugin blocks are decoded and
+	// before the targets, when the config declares plugins. It returns
+	// Protocols extended with the plugins' protocols, each under its
+	// block's name, so that targets and requests are checked against the
+	// plugins' own schemas before any load is sent. A plugin it could not
+	// provide is reported in its diagnostics, and left out of the registry;
+	// targets of that protocol are then not checked further. The CLI
+	// launches the plugin binaries here. Nil makes a plugin block a
+	// diagnostic.
+	Plugins func(decls []*Plugin) (*protocols.Registry, hcl.Diagnostics)
 }
 
 // Test is a loaded, validated test.
@@ -40,13 +51,36 @@ type Test struct {
 	Thresholds []*Threshold
 	Sinks      []*Sink
 	Feeders    []*Feeder // data blocks, in file order
+	Plugins    []*Plugin // plugin blocks, in file order
 }
+
+// Plugin is a plugin block: an external protocol binary whose protocol is
+// named after the block.
+type Plugin struct {
+	Name string
+	// Source is the binary's path as written, relative to the folder of
+	// the file that declares the block; empty means search for it
+	// (HLOAD_PLUGIN_PATH, then ./plugins/).
+	Source string
+	// SHA256 is the binary's pinned sum in lower-case hex, or empty.
+	SHA256    string
+	DeclRange hcl.Range
+}
+
+// Dir is the folder of the file that declares the plugin, which a
+// relative Source is taken from.
+func (p *Plugin) Dir() string { return filepath.Dir(p.DeclRange.Filename) }
 
 // Target is a target block, decoded with its protocol's TargetSpec.
 type Target struct {
-	Name      string
-	Protocol  string
-	Config    cty.Value // conforms to the protocol's TargetSpec
+	Name     string
+	Protocol string
+	Config   cty.Value // conforms to the protocol's TargetSpec
+	// Isolate runs a built-in protocol in its own process, through the
+	// plugin boundary (isolate = true). Only built-ins have it: a plugin's
+	// target runs in its plugin's process anyway, so the attribute is a
+	// diagnostic there.
+	Isolate   bool
 	DeclRange hcl.Range
 }
 

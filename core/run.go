@@ -33,6 +33,11 @@ type Options struct {
 	// closes it on the first SIGINT. Cancelling Run's ctx instead cancels
 	// in-flight calls at once.
 	Stop <-chan struct{}
+	// Isolated returns the protocol of a target with isolate = true: its
+	// built-in protocol run in its own process. The CLI starts hload
+	// itself as the plugin; core knows nothing of processes. Nil makes an
+	// isolated target an error.
+	Isolated func(target *config.Target) (protocols.Protocol, error)
 }
 
 // runState is what every scenario of one run shares.
@@ -58,6 +63,12 @@ func (r *runState) noteEvalError(scenario, request string, diags hcl.Diagnostics
 // summary is still returned when load was sent, so the caller can print
 // it. Thresholds decide Summary.Passed. An interrupted run is not an
 // error: its summary has Interrupted set, because its results are valid.
+//
+// A client that is a protocols.Failer, such as a plugin's, can fail the
+// whole run: Run then stops at once, as an abort does, keeps what was
+// measured, closes the sinks with the summary (Summary.Failed set,
+// Passed false) and returns the summary with an error wrapping the
+// client's.
 func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary, error) {
 	interval := opts.Interval
 	if interval <= 0 {
@@ -76,7 +87,7 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 		}
 	}
 
-	clients, err := openClients(ctx, test, opts.Protocols)
+	clients, err := openClients(ctx, test, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +96,8 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 			c.Close()
 		}
 	}()
+	failures, stopWatching := watchFailures(clients)
+	defer stopWatching()
 
 	agg := metrics.NewAggregator()
 	runCtx, cancelRun := context.WithCancel(ctx)
@@ -150,6 +163,7 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 
 	var (
 		sinkErr     error
+		failure     error // a client that failed the run
 		interrupted bool
 		aborted     string
 		stop        = opts.Stop
@@ -199,6 +213,13 @@ loop:
 			cancelRun()
 			<-done
 			break loop
+		case failure = <-failures:
+			// Like an abort, but calls in flight are cancelled at once:
+			// the protocol behind them is gone.
+			endAll()
+			cancelRun()
+			<-done
+			break loop
 		case now := <-ticker.C:
 			writeSnapshot(last, now)
 			last = now
@@ -212,12 +233,24 @@ loop:
 		}
 	}
 	ticker.Stop()
+	if failure == nil {
+		// A failure as the last calls ended may have turned some of them
+		// into errors; the run did not go as planned.
+		select {
+		case failure = <-failures:
+		default:
+		}
+	}
 	end := time.Now()
 	writeSnapshot(last, end)
 
 	sum := buildSummary(test, agg, scenarios, info, end)
 	sum.Interrupted = interrupted
 	sum.Aborted = aborted
+	if failure != nil {
+		sum.Failed = failure.Error()
+		sum.Passed = false
+	}
 	for key, msg := range state.evalErrors {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s: expressions failed at run time: %s", key, msg))
 	}
@@ -232,14 +265,47 @@ loop:
 	if sinkErr != nil {
 		closeErrs = append([]error{sinkErr}, closeErrs...)
 	}
+	var runErr error
 	if len(closeErrs) > 0 {
-		return sum, fmt.Errorf("sink failed: %w", errors.Join(closeErrs...))
+		runErr = fmt.Errorf("sink failed: %w", errors.Join(closeErrs...))
 	}
-	return sum, nil
+	if failure != nil {
+		runErr = errors.Join(fmt.Errorf("the run failed: %w", failure), runErr)
+	}
+	return sum, runErr
 }
 
-// openClients opens one client per target that a request uses.
-func openClients(ctx context.Context, test *config.Test, reg *protocols.Registry) (map[string]protocols.Client, error) {
+// watchFailures merges the Failed channels of the clients that have one
+// into a channel that delivers the first failure. stop ends the watching
+// goroutines; call it before the clients are closed.
+func watchFailures(clients map[string]protocols.Client) (failures <-chan error, stop func()) {
+	out := make(chan error, 1)
+	quit := make(chan struct{})
+	for name, c := range clients {
+		f, ok := c.(protocols.Failer)
+		if !ok {
+			continue
+		}
+		ch := f.Failed()
+		go func() {
+			select {
+			case err, ok := <-ch:
+				if ok && err != nil {
+					select {
+					case out <- fmt.Errorf("target %q: %w", name, err):
+					default: // another client failed first
+					}
+				}
+			case <-quit:
+			}
+		}()
+	}
+	return out, func() { close(quit) }
+}
+
+// openClients opens one client per target that a request uses. An
+// isolated target's protocol comes from opts.Isolated.
+func openClients(ctx context.Context, test *config.Test, opts Options) (map[string]protocols.Client, error) {
 	used := map[string]bool{}
 	for _, s := range test.Scenarios {
 		for _, r := range s.Requests {
@@ -251,10 +317,10 @@ func openClients(ctx context.Context, test *config.Test, reg *protocols.Registry
 		if !used[t.Name] {
 			continue
 		}
-		p, ok := reg.Lookup(t.Protocol)
-		if !ok {
+		p, err := targetProtocol(t, opts)
+		if err != nil {
 			closeAll(clients)
-			return nil, fmt.Errorf("target %q: unknown protocol %q", t.Name, t.Protocol)
+			return nil, err
 		}
 		c, err := p.Open(ctx, t.Config)
 		if err != nil {
@@ -264,6 +330,24 @@ func openClients(ctx context.Context, test *config.Test, reg *protocols.Registry
 		clients[t.Name] = c
 	}
 	return clients, nil
+}
+
+func targetProtocol(t *config.Target, opts Options) (protocols.Protocol, error) {
+	if t.Isolate {
+		if opts.Isolated == nil {
+			return nil, fmt.Errorf("target %q (%s): isolate = true, but this run cannot start isolated protocols", t.Name, t.DeclRange)
+		}
+		p, err := opts.Isolated(t)
+		if err != nil {
+			return nil, fmt.Errorf("target %q (%s): isolating protocol %q: %w", t.Name, t.DeclRange, t.Protocol, err)
+		}
+		return p, nil
+	}
+	p, ok := opts.Protocols.Lookup(t.Protocol)
+	if !ok {
+		return nil, fmt.Errorf("target %q: unknown protocol %q", t.Name, t.Protocol)
+	}
+	return p, nil
 }
 
 func closeAll(clients map[string]protocols.Client) {

@@ -137,3 +137,17 @@ func (r *Registry) Names() []string {
 type Failer interface {
 	Failed() <-chan error
 }
+
+// With returns a new registry holding r's protocols plus ps; a protocol in
+// ps replaces one of r's with the same name. r is not changed, so the
+// built-in registry can be shared while each test adds its plugins.
+func (r *Registry) With(ps ...Protocol) *Registry {
+	out := &Registry{byName: make(map[string]Protocol, len(r.byName)+len(ps))}
+	for n, p := range r.byName {
+		out.byName[n] = p
+	}
+	for _, p := range ps {
+		out.byName[p.Describe().Name] = p
+	}
+	return out
+}

@@ -75,7 +75,11 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 
 	demoTarget := &lazyDemo{ctx: ctx}
 	defer demoTarget.close()
-	test, err := loadTest(files, &common, demoTarget.url, stderr)
+	// Deferred before anything can start a plugin: every path out of
+	// apply, config errors and signals included, kills them.
+	plugins := newPluginHost(ctx)
+	defer plugins.killAll()
+	test, err := loadTest(files, &common, demoTarget.url, plugins, stderr)
 	if err != nil {
 		return err
 	}
@@ -98,12 +102,13 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	sum, runErr := core.Run(ctx, test, core.Options{
-		Protocols: registry(),
+		Protocols: plugins.protocols(),
 		Sinks:     sinks,
 		Segment:   seg,
 		Version:   version,
 		Files:     files,
 		Stop:      stop,
+		Isolated:  plugins.isolated,
 	})
 	if sum != nil && summaryExport != "" {
 		if err := writeJSON(summaryExport, sum); err != nil {
@@ -179,7 +184,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	test, err := loadTest(files, &common, validateOnly, stderr)
+	plugins := newPluginHost(context.Background())
+	defer plugins.killAll()
+	test, err := loadTest(files, &common, validateOnly, plugins, stderr)
 	if err != nil {
 		return err
 	}

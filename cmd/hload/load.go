@@ -70,8 +70,10 @@ func sinkSpecs() map[string]hcldec.ObjectSpec {
 }
 
 // loadTest loads the files and renders any diagnostics to stderr, with
-// file, line, column and a snippet. A config error exits 2.
-func loadTest(files []string, c *commonFlags, demoURL func() (string, error), stderr io.Writer) (*config.Test, error) {
+// file, line, column and a snippet. A config error exits 2. plugins starts
+// the config's plugin blocks; a plugin that cannot start exits 1, as it is
+// a runtime failure rather than a mistake in the file.
+func loadTest(files []string, c *commonFlags, demoURL func() (string, error), plugins *pluginHost, stderr io.Writer) (*config.Test, error) {
 	if len(files) == 0 {
 		return nil, &exitError{code: exitUsage, err: errors.New("no test file given; usage: hload apply FILE.hcl")}
 	}
@@ -81,6 +83,7 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), st
 		Vars:      c.vars,
 		LookupEnv: os.LookupEnv,
 		DemoURL:   demoURL,
+		Plugins:   plugins.declared,
 	})
 	if len(diags) > 0 {
 		var parsed map[string]*hcl.File
@@ -89,6 +92,9 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), st
 		}
 		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, !c.noColor && isTerminal(stderr))
 		w.WriteDiagnostics(diags)
+	}
+	if err := plugins.startError(); err != nil && diags.HasErrors() {
+		return nil, &exitError{code: exitRuntime, err: fmt.Errorf("%w\nnothing was run", err)}
 	}
 	if diags.HasErrors() {
 		n := len(diags.Errs())

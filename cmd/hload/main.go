@@ -49,6 +49,7 @@ Usage:
   hload apply [flags] FILE...     run a test
   hload validate [flags] FILE...  check a test without running it (exit 0 or 2)
   hload plan [flags] FILE...      print each scenario's schedule before running
+  hload plugin list|describe      list protocols and plugins, or describe one as JSON
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
 
@@ -71,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPlan(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
+	case "plugin":
+		err = cmdPlugin(args[1:], stdout, stderr)
+	case servePluginCommand:
+		err = cmdServePlugin(args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "hload %s\n", version)
 	case "help", "-h", "--help":

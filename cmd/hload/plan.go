@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -30,7 +31,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	test, err := loadTest(files, &common, validateOnly, stderr)
+	plugins := newPluginHost(context.Background())
+	defer plugins.killAll()
+	test, err := loadTest(files, &common, validateOnly, plugins, stderr)
 	if err != nil {
 		return err
 	}

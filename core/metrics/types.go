@@ -99,17 +99,20 @@ type Snapshot struct {
 // Summary is the machine-readable result of a run, written by
 // --summary-export and handed to every sink's Close.
 type Summary struct {
-	HloadVersion string                      `json:"hload_version"`
-	RunID        string                      `json:"run_id"`
-	Started      time.Time                   `json:"started"`
-	Ended        time.Time                   `json:"ended"`
-	DurationS    float64                     `json:"duration_s"`
-	Passed       bool                        `json:"passed"`
-	Interrupted  bool                        `json:"interrupted"`       // SIGINT/SIGTERM stopped the run
-	Aborted      string                      `json:"aborted,omitempty"` // the threshold that aborted the run
-	Scenarios    map[string]*ScenarioSummary `json:"scenarios"`
-	Metrics      map[string]MetricFigures    `json:"metrics"`
-	Thresholds   []ThresholdResult           `json:"thresholds"`
+	HloadVersion string    `json:"hload_version"`
+	RunID        string    `json:"run_id"`
+	Started      time.Time `json:"started"`
+	Ended        time.Time `json:"ended"`
+	DurationS    float64   `json:"duration_s"`
+	Passed       bool      `json:"passed"`
+	Interrupted  bool      `json:"interrupted"`       // SIGINT/SIGTERM stopped the run
+	Aborted      string    `json:"aborted,omitempty"` // the threshold that aborted the run
+	// Failed is the runtime failure that ended the run early, such as a
+	// plugin that crashed, with the plugin's last stderr lines.
+	Failed     string                      `json:"failed,omitempty"`
+	Scenarios  map[string]*ScenarioSummary `json:"scenarios"`
+	Metrics    map[string]MetricFigures    `json:"metrics"`
+	Thresholds []ThresholdResult           `json:"thresholds"`
 	// Warnings are problems that did not stop the run, such as an
 	// expression that failed to evaluate for some iterations.
 	Warnings []string `json:"warnings,omitempty"`

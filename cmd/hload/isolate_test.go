@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/plugins/host"
+)
+
+// isolateTest runs VUS VUs for DURATION against var.base_url, with
+// isolate set on the target.
+const isolateTest = `
+variable "base_url" {}
+variable "isolate" {
+  default = true
+}
+variable "vus" {
+  default = 4
+}
+variable "duration" {
+  default = "1s"
+}
+target "t" {
+  base_url = var.base_url
+  isolate  = var.isolate
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = var.vus
+  duration = var.duration
+  request "r" {
+    path = "/r"
+    check {
+      status = [200]
+    }
+  }
+}
+`
+
+func isolateSummary(t testing.TB, path string) metrics.Summary {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum metrics.Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return sum
+}
+
+// isolatedLeftovers lists live processes that run hload as a plugin, which
+// must all be gone once hload exited.
+func isolatedLeftovers(t testing.TB) []string {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var left []string
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if len(args) >= 2 && args[0] == hloadBin && args[1] == servePluginCommand {
+			left = append(left, fmt.Sprintf("%s: %q", filepath.Dir(p), args))
+		}
+	}
+	return left
+}
+
+// TestIsolatedHTTPCountsMatch runs HTTP through the isolated built-in (the
+// hload binary as its own plugin): the summary counts exactly what the
+// server received, latencies are sane and no plugin process is left.
+func TestIsolatedHTTPCountsMatch(t *testing.T) {
+	srv, served := okServer(t) // 2 ms per request
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", isolateTest)
+	r := hload(t, dir, "apply", "test.hcl", "--quiet", "--var", "base_url="+srv.URL, "--summary-export", "summary.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	sum := isolateSummary(t, filepath.Join(dir, "summary.json"))
+	figures := sum.Scenarios["s"].Requests["r"]
+	if figures.Count == 0 || figures.Count != served.Load() {
+		t.Errorf("summary count %d, server received %d", figures.Count, served.Load())
+	}
+	if figures.Errors != 0 || figures.Checks.Failed != 0 || figures.Status["200"] != figures.Count {
+		t.Errorf("errors %d, failed checks %d, status %v", figures.Errors, figures.Checks.Failed, figures.Status)
+	}
+	if l := figures.Latency; l.Min < 2 || l.P50 > 50 || l.Max > 1000 {
+		t.Errorf("latency %+v ms, want at least the server's 2 ms and sane", l)
+	}
+	if left := isolatedLeftovers(t); len(left) > 0 {
+		t.Errorf("plugin processes left after hload exited: %v", left)
+	}
+}
+
+func TestPluginDescribeHTTP(t *testing.T) {
+	r := hload(t, t.TempDir(), "plugin", "describe", "http")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var d host.Description
+	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
+	}
+	if d.Name != "http" || d.Version == "" || d.SDKVersion == "" || d.ProtocolVersion != 1 {
+		t.Errorf("description = %+v", d)
+	}
+	has := func(attrs []host.SchemaAttribute, want host.SchemaAttribute) bool {
+		for _, a := range attrs {
+			if a == want {
+				return true
+			}
+		}
+		return false
+	}
+	if !has(d.TargetSchema, host.SchemaAttribute{Name: "base_url", Type: "string", Required: true}) {
+		t.Errorf("target schema lacks base_url: %+v", d.TargetSchema)
+	}
+	if !has(d.RequestSchema, host.SchemaAttribute{Name: "headers", Type: "map(string)"}) {
+		t.Errorf("request schema lacks headers: %+v", d.RequestSchema)
+	}
+	if left := isolatedLeftovers(t); len(left) > 0 {
+		t.Errorf("plugin processes left: %v", left)
+	}
+}
+
+func TestPluginListListsHTTP(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "plugins", "hload-plugin-x")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := hload(t, dir, "plugin", "list")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || strings.Fields(lines[1])[0] != "http" || !strings.Contains(lines[1], "built-in") ||
+		!strings.HasPrefix(lines[2], "x ") || !strings.HasSuffix(lines[2], bin) {
+		t.Errorf("plugin list:\n%s", r.stdout)
+	}
+}
+
+// BenchmarkIsolatedHTTP compares HTTP in-process and isolated against the
+// same loopback server: 50 VUs for 5 s each. It reports each one's
+// requests/s, their ratio (the goal is >= 0.8) and the CPU time per
+// request of hload and, when isolated, its plugin: wait4's rusage of
+// hload includes the children it reaped.
+func BenchmarkIsolatedHTTP(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 60)
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Write(body)
+	}))
+	defer srv.Close()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "test.hcl"), []byte(isolateTest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+
+	run := func(isolate bool) (rps, cpuPerRequest float64) {
+		out := filepath.Join(dir, fmt.Sprintf("summary-%v.json", isolate))
+		cmd := exec.Command(hloadBin, "apply", "test.hcl", "--quiet", "--summary-export", out,
+			"--var", "base_url="+srv.URL, "--var", fmt.Sprintf("isolate=%v", isolate),
+			"--var", "vus=50", "--var", "duration=5s")
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("isolate=%v: %v\n%s", isolate, err, stderr.String())
+		}
+		sum := isolateSummary(b, out)
+		figures := sum.Scenarios["s"].Requests["r"]
+		if figures.Errors != 0 {
+			b.Fatalf("isolate=%v: %d errors", isolate, figures.Errors)
+		}
+		cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		return figures.RPS, float64(cpu.Microseconds()) / float64(figures.Count)
+	}
+	for b.Loop() {
+		inRPS, inCPU := run(false)
+		isoRPS, isoCPU := run(true)
+		b.ReportMetric(inRPS, "in-process-req/s")
+		b.ReportMetric(isoRPS, "isolated-req/s")
+		b.ReportMetric(isoRPS/inRPS, "ratio")
+		b.ReportMetric(inCPU, "in-process-cpu-µs/req")
+		b.ReportMetric(isoCPU, "isolated-cpu-µs/req")
+	}
+}

@@ -1,0 +1,14 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+  isolate  = "sometimes"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+
+  request "home" {
+    path = "/"
+  }
+}

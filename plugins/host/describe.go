@@ -1,0 +1,58 @@
+package host
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hcldec"
+)
+
+// Description is what `hload plugin describe` prints as JSON.
+type Description struct {
+	Name            string            `json:"name"`
+	Version         string            `json:"version"`
+	SDKVersion      string            `json:"sdk_version"`
+	ProtocolVersion int               `json:"protocol_version"`
+	TargetSchema    []SchemaAttribute `json:"target_schema"`
+	RequestSchema   []SchemaAttribute `json:"request_schema"`
+}
+
+// SchemaAttribute is one attribute of a target or request schema.
+type SchemaAttribute struct {
+	Name string `json:"name"`
+	// Type is the HCL type expression, such as string or map(string);
+	// "any" takes any value, and "block" is a nested block.
+	Type     string `json:"type"`
+	Required bool   `json:"required"`
+}
+
+// Describe returns the plugin's description, under the name the plugin
+// gives itself.
+func Describe(p *Plugin) Description {
+	info := p.Info()
+	return Description{
+		Name:            info.Name,
+		Version:         info.Version,
+		SDKVersion:      p.SDKVersion(),
+		ProtocolVersion: p.ProtocolVersion(),
+		TargetSchema:    SchemaAttributes(info.TargetSpec),
+		RequestSchema:   SchemaAttributes(info.RequestSpec),
+	}
+}
+
+// SchemaAttributes lists a schema's attributes by name.
+func SchemaAttributes(spec hcldec.ObjectSpec) []SchemaAttribute {
+	out := make([]SchemaAttribute, 0, len(spec))
+	for key, s := range spec {
+		switch s := s.(type) {
+		case *hcldec.AttrSpec:
+			out = append(out, SchemaAttribute{Name: s.Name, Type: typeexpr.TypeString(s.Type), Required: s.Required})
+		case *hcldec.BlockSpec:
+			out = append(out, SchemaAttribute{Name: s.TypeName, Type: "block", Required: s.Required})
+		default:
+			out = append(out, SchemaAttribute{Name: key, Type: "block"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,394 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/protocols"
+)
+
+// fakeBin is the plugin built from testdata/fakeplugin for these tests.
+var fakeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "hload-host")
+	if err != nil {
+		panic(err)
+	}
+	fakeBin = filepath.Join(dir, BinaryPrefix+"fake")
+	if out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakeplugin").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic("building the fake plugin: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var (
+	sdkOnce    sync.Once
+	sdkMissing string
+)
+
+// requireSDK skips a test that starts a plugin while plugins/sdk is still
+// a skeleton whose functions panic "not implemented".
+func requireSDK(t *testing.T) {
+	t.Helper()
+	sdkOnce.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				sdkMissing = fmt.Sprint(r)
+			}
+		}()
+		p, err := Launch(context.Background(), LaunchSpec{Name: "probe", Path: fakeBin})
+		if err != nil {
+			if strings.Contains(err.Error(), "not implemented") {
+				sdkMissing = err.Error()
+			}
+			return
+		}
+		p.Kill()
+	})
+	if sdkMissing != "" {
+		t.Skipf("plugins/sdk is not implemented yet: %s", sdkMissing)
+	}
+}
+
+// children returns the live processes whose parent is this test, so a
+// test can tell a plugin process was left behind.
+func children(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name in parentheses may hold spaces; the fields
+		// after its closing parenthesis are the state and the parent.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+2:])
+		fields := strings.Fields(rest)
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func noChildren(t *testing.T) {
+	t.Helper()
+	// go test may run the go command's helpers; only plugins are ours, so
+	// compare with the command line.
+	for _, pid := range children(t) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(cmdline), fakeBin) {
+			t.Errorf("plugin process %d is still running: %q", pid, cmdline)
+		}
+	}
+}
+
+func sum(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+func TestRingKeepsLastLines(t *testing.T) {
+	r := newRing(3)
+	// go-plugin writes a line and its newline apart.
+	for i := 1; i <= 5; i++ {
+		fmt.Fprintf(r, "line %d", i)
+		r.Write([]byte("\n"))
+	}
+	r.Write([]byte("partial"))
+	got := strings.Join(r.Lines(), "|")
+	if want := "line 4|line 5|partial"; got != want {
+		t.Errorf("Lines = %q, want %q", got, want)
+	}
+	r.Write([]byte(strings.Repeat("x", 2*maxLineBytes) + "\n"))
+	if l := r.Lines(); len(l[len(l)-1]) != maxLineBytes {
+		t.Errorf("a long line kept %d bytes, want %d", len(l[len(l)-1]), maxLineBytes)
+	}
+}
+
+func TestLaunchChecksBinaryBeforeStart(t *testing.T) {
+	dir := t.TempDir()
+	// A binary that leaves a mark if it is ever run.
+	marker := filepath.Join(dir, "ran")
+	script := filepath.Join(dir, "hload-plugin-marker")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	notExec := filepath.Join(dir, "hload-plugin-plain")
+	if err := os.WriteFile(notExec, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zeros := strings.Repeat("0", 64)
+	cases := []struct {
+		name, path, sha256 string
+		want               []string
+	}{
+		{"missing binary", filepath.Join(dir, "nope"), "", []string{`plugin "p"`, "nope", "no such file"}},
+		{"not executable", notExec, "", []string{`plugin "p"`, "not executable"}},
+		{"sha256 mismatch", script, zeros, []string{`plugin "p"`, script, "sha256 mismatch", "expected " + zeros, "actual " + sum(t, script)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Launch(context.Background(), LaunchSpec{Name: "p", Path: c.path, SHA256: c.sha256})
+			if err == nil {
+				p.Kill()
+				t.Fatal("Launch succeeded")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Plugin != "p" {
+				t.Errorf("error is not a *host.Error naming the plugin: %#v", err)
+			}
+		})
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the binary with the wrong sum was started")
+	}
+}
+
+func TestLaunchChecksumOK(t *testing.T) {
+	requireSDK(t)
+	p, err := Launch(context.Background(), LaunchSpec{Name: "pinned", Path: fakeBin, SHA256: strings.ToUpper(sum(t, fakeBin))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if got := p.Describe().Name; got != "pinned" {
+		t.Errorf("Describe().Name = %q, want the launch name %q", got, "pinned")
+	}
+	if got := p.Info().Name; got != "fake" {
+		t.Errorf("Info().Name = %q, want the plugin's own name", got)
+	}
+}
+
+// TestPluginRunsCalls runs a call through the process and describes it.
+func TestPluginRunsCalls(t *testing.T) {
+	requireSDK(t)
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := p.Open(ctx, cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(protocols.Failer); !ok {
+		t.Errorf("client %T is not a protocols.Failer", c)
+	}
+	var got []protocols.Sample
+	c.Do(ctx, protocols.Call{VU: 1, Planned: time.Now(), Request: cty.ObjectVal(map[string]cty.Value{"message": cty.StringVal("hi")})},
+		func(s protocols.Sample) { got = append(got, s) })
+	if len(got) != 1 || got[0].Metric != protocols.MetricRequest || got[0].Status != 200 || got[0].Value != time.Millisecond {
+		t.Errorf("samples = %+v, want one request sample of 1ms, status 200", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+
+	d := Describe(p)
+	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != 1 {
+		t.Errorf("Describe = %+v", d)
+	}
+	if len(d.TargetSchema) != 1 || d.TargetSchema[0] != (SchemaAttribute{Name: "address", Type: "string", Required: true}) {
+		t.Errorf("target schema = %+v", d.TargetSchema)
+	}
+	if len(d.RequestSchema) != 1 || d.RequestSchema[0] != (SchemaAttribute{Name: "message", Type: "string"}) {
+		t.Errorf("request schema = %+v", d.RequestSchema)
+	}
+}
+
+func TestKillLeavesNoProcess(t *testing.T) {
+	requireSDK(t)
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Pid()
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+		t.Fatalf("plugin process %d not running: %v", pid, err)
+	}
+	p.Kill()
+	p.Kill() // idempotent
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("/proc/%d still exists after Kill (err %v): the process was not reaped", pid, err)
+	}
+	if !p.Exited() {
+		t.Error("Exited() = false after Kill")
+	}
+}
+
+func TestStderrKeepsLastLines(t *testing.T) {
+	requireSDK(t)
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Args: []string{"stderr", "30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Kill() // waits for go-plugin to have read all of stderr
+	lines := p.Stderr()
+	if len(lines) != stderrLines || lines[0] != "fake line 11" || lines[len(lines)-1] != "fake line 30" {
+		t.Errorf("Stderr() = %q, want fake line 11 to 30", lines)
+	}
+}
+
+// TestStartFailures covers the ways a start goes wrong: each error names
+// the plugin, says what happened with the plugin's stderr, and leaves no
+// process behind.
+func TestStartFailures(t *testing.T) {
+	requireSDK(t)
+	cases := []struct {
+		mode string
+		want []string
+	}{
+		{"wrong-cookie", []string{"magic cookie did not match", "This binary is a plugin"}},
+		{"wrong-version", []string{"speaks protocol version 99", "this hload speaks protocol version 1"}},
+		{"hang", []string{"did not start within 1s", "fake: hanging at start"}},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			start := time.Now()
+			p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Args: []string{c.mode}, StartTimeout: time.Second})
+			if err == nil {
+				p.Kill()
+				t.Fatal("Launch succeeded")
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Launch took %s", d)
+			}
+			for _, w := range append(c.want, `plugin "fake"`, fakeBin) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			noChildren(t)
+		})
+	}
+}
+
+func executable(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFindOrder(t *testing.T) {
+	root := t.TempDir()
+	t.Chdir(root)
+	first, second := filepath.Join(root, "first"), filepath.Join(root, "second")
+	executable(t, filepath.Join(second, "hload-plugin-a"))
+	executable(t, filepath.Join(first, "hload-plugin-b"))
+	executable(t, filepath.Join(second, "hload-plugin-b"))
+	executable(t, filepath.Join(root, "plugins", "hload-plugin-a"))
+	executable(t, filepath.Join(root, "plugins", "hload-plugin-c"))
+	executable(t, filepath.Join(root, "conf", "bin", "x"))
+	if err := os.WriteFile(filepath.Join(first, "hload-plugin-a"), []byte("not executable"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) (string, bool) {
+		if k == PathEnv {
+			return first + string(os.PathListSeparator) + string(os.PathListSeparator) + second, true
+		}
+		return "", false
+	}
+	cases := []struct {
+		name, source string
+		env          func(string) (string, bool)
+		want         string
+	}{
+		{"a", "", env, filepath.Join(second, "hload-plugin-a")}, // first's a is not executable
+		{"b", "", env, filepath.Join(first, "hload-plugin-b")},
+		{"c", "", env, filepath.Join(root, "plugins", "hload-plugin-c")},
+		{"a", "", nil, filepath.Join(root, "plugins", "hload-plugin-a")},
+		{"a", "./bin/x", env, filepath.Join(root, "conf", "bin", "x")}, // source wins, relative to the config
+	}
+	for _, c := range cases {
+		got, err := Find(c.name, c.source, filepath.Join(root, "conf"), c.env)
+		if err != nil || got != c.want {
+			t.Errorf("Find(%q, %q) = %q, %v; want %q", c.name, c.source, got, err, c.want)
+		}
+	}
+
+	_, err := Find("zzz", "", root, env)
+	for _, w := range []string{`plugin "zzz"`, "hload-plugin-zzz", first, second, filepath.Join(root, "plugins"), PathEnv} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Find error lacks %q: %v", w, err)
+		}
+	}
+	if _, err := Find("a", "bin/missing", filepath.Join(root, "conf"), env); err == nil || !strings.Contains(err.Error(), "bin/missing") {
+		t.Errorf("Find with a missing source: %v", err)
+	}
+
+	found, err := List(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range found {
+		got = append(got, fmt.Sprintf("%s %s %v", f.Name, strings.TrimPrefix(f.Path, root), f.Shadowed))
+	}
+	want := []string{
+		"b /first/hload-plugin-b false",
+		"a /second/hload-plugin-a false",
+		"b /second/hload-plugin-b true",
+		"a /plugins/hload-plugin-a true",
+		"c /plugins/hload-plugin-c false",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("List =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestRingSkipsGoPluginChatter(t *testing.T) {
+	r := newRing(5)
+	r.Write([]byte(`{"@level":"debug","@message":"plugin address","network":"unix"}` + "\n"))
+	r.Write([]byte(`{"@level":"error","@message":"broken"}` + "\n"))
+	r.Write([]byte("panic: boom\n"))
+	got := strings.Join(r.Lines(), "|")
+	if want := `{"@level":"error","@message":"broken"}|panic: boom`; got != want {
+		t.Errorf("Lines = %q, want %q", got, want)
+	}
+}

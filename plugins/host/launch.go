@@ -1,0 +1,282 @@
+// Package host starts protocol plugins and stops them: it finds the binary,
+// checks its sha256, runs it with go-plugin and hands back a
+// protocols.Protocol. The wire itself (batched calls and samples, hang
+// detection) is sdk.Remote's; this package only manages the process.
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/plugins/proto"
+	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/protocols"
+)
+
+// Defaults of LaunchSpec.
+const (
+	DefaultStartTimeout = 10 * time.Second
+	DefaultHangTimeout  = 10 * time.Second
+)
+
+// stderrLines is how many of a plugin's last stderr lines are kept for
+// errors.
+const stderrLines = 20
+
+// LaunchSpec says which plugin binary to start and how.
+type LaunchSpec struct {
+	// Name names the plugin in errors; it is also the protocol name the
+	// plugin is registered under, whatever the binary calls itself.
+	Name string
+	Path string
+	Args []string
+	// SHA256, when set, is the hex sum the binary must have. It is checked
+	// before the binary is started.
+	SHA256 string
+	// StartTimeout bounds the start, up to a described protocol;
+	// DefaultStartTimeout when zero.
+	StartTimeout time.Duration
+	// HangTimeout is how long a plugin with calls pending may stay silent
+	// before it is declared hung; DefaultHangTimeout when zero.
+	HangTimeout time.Duration
+}
+
+// Plugin is a running plugin process. It implements protocols.Protocol
+// under the name of its LaunchSpec. Kill it when done: nothing else stops
+// the process.
+type Plugin struct {
+	spec     LaunchSpec
+	cmd      *exec.Cmd
+	client   *plugin.Client
+	stderr   *ring
+	remote   *sdk.Remote
+	info     protocols.Info // as the plugin describes itself
+	killOnce sync.Once
+}
+
+var _ protocols.Protocol = (*Plugin)(nil)
+
+// Error is a plugin that could not be started or checked. It names the
+// plugin and carries its last stderr lines, which usually say why.
+type Error struct {
+	Plugin string
+	Path   string
+	Err    error
+	Hint   string   // what the failure likely means, or ""
+	Stderr []string // the plugin's last stderr lines, oldest first
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plugin %q (%s): %v", e.Plugin, e.Path, e.Err)
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+	}
+	if len(e.Stderr) > 0 {
+		fmt.Fprintf(&b, "\nlast %d line(s) of its stderr:", len(e.Stderr))
+		for _, l := range e.Stderr {
+			b.WriteString("\n  " + l)
+		}
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrChecksum is wrapped by the error of a binary whose sha256 differs from
+// the pinned one.
+var ErrChecksum = errors.New("sha256 mismatch")
+
+// Launch checks and starts the plugin binary, and describes its protocol.
+// On error no process is left running.
+func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
+	if spec.StartTimeout <= 0 {
+		spec.StartTimeout = DefaultStartTimeout
+	}
+	if spec.HangTimeout <= 0 {
+		spec.HangTimeout = DefaultHangTimeout
+	}
+	if err := checkExecutable(spec.Path); err != nil {
+		return nil, &Error{Plugin: spec.Name, Path: spec.Path, Err: err}
+	}
+	if spec.SHA256 != "" {
+		if err := checkSum(spec.Path, spec.SHA256); err != nil {
+			return nil, &Error{Plugin: spec.Name, Path: spec.Path, Err: err,
+				Hint: "the binary is not the one the config pins; rebuild it or update sha256"}
+		}
+	}
+
+	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
+	p.cmd = exec.Command(spec.Path, spec.Args...)
+	p.cmd.SysProcAttr = procAttr()
+	p.client = plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake(),
+		VersionedPlugins: sdk.PluginSets(nil),
+		Cmd:              p.cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     spec.StartTimeout,
+		Stderr:           p.stderr,
+		// go-plugin logs every plugin stderr line and its own chatter;
+		// the user sees the lines that matter in errors instead.
+		Logger:  hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: io.Discard, Level: hclog.Off}),
+		Managed: false,
+	})
+	if err := p.start(ctx); err != nil {
+		// Kill waits for go-plugin's stderr reader, so the lines that
+		// explain the failure are all in before they are read.
+		p.Kill()
+		return nil, &Error{Plugin: spec.Name, Path: spec.Path, Err: err, Hint: startHint(err, p.stderr.Lines(), spec), Stderr: p.stderr.Lines()}
+	}
+	return p, nil
+}
+
+func (p *Plugin) start(ctx context.Context) error {
+	rpc, err := p.client.Client()
+	if err != nil {
+		return err
+	}
+	raw, err := rpc.Dispense(sdk.PluginName)
+	if err != nil {
+		return err
+	}
+	pc, ok := raw.(proto.ProtocolClient)
+	if !ok {
+		return fmt.Errorf("dispensed %T, not a protocol client", raw)
+	}
+	// A plugin that started but never answers Describe is hung at start.
+	dctx, cancel := context.WithTimeout(ctx, p.spec.StartTimeout)
+	defer cancel()
+	p.remote, err = sdk.NewRemote(dctx, pc, sdk.RemoteOptions{
+		Name:        p.spec.Name,
+		HangTimeout: p.spec.HangTimeout,
+		Stderr:      p.stderr.Lines,
+	})
+	if err != nil {
+		return fmt.Errorf("describing its protocol: %w", err)
+	}
+	p.info = p.remote.Describe()
+	return nil
+}
+
+// pluginVersion finds the version in go-plugin's "Incompatible API
+// version" error.
+var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
+
+// startHint explains go-plugin's start errors in the user's terms.
+func startHint(err error, stderr []string, spec LaunchSpec) string {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(strings.Join(stderr, "\n"), "This binary is a plugin"):
+		return "the handshake's magic cookie did not match: the binary is not an hload protocol plugin, or it was built for another program"
+	case strings.Contains(msg, "incompatible api version"):
+		theirs := "another protocol version"
+		if m := pluginVersion.FindStringSubmatch(err.Error()); m != nil {
+			theirs = "protocol version " + m[1]
+		}
+		return fmt.Sprintf("the plugin speaks %s of hload's plugin protocol and this hload speaks protocol version %d; rebuild the plugin against a matching plugins/sdk", theirs, sdk.ProtocolVersion)
+	case strings.Contains(msg, "timeout while waiting for plugin to start"), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("it did not start within %s", spec.StartTimeout)
+	case strings.Contains(msg, "plugin exited before we could connect"):
+		return "it exited during the start"
+	}
+	return ""
+}
+
+// checkExecutable gives a clear error for a missing or non-executable
+// binary, before go-plugin's less specific one.
+func checkExecutable(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no such file: %w", err)
+	case err != nil:
+		return err
+	case !st.Mode().IsRegular():
+		return errors.New("not a regular file")
+	case st.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("not executable (mode %s); chmod +x it", st.Mode().Perm())
+	}
+	return nil
+}
+
+// checkSum compares the file's sha256 with want, in hex.
+func checkSum(path, want string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("hashing: %w", err)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if !strings.EqualFold(got, want) {
+		return fmt.Errorf("%w: expected %s, actual %s", ErrChecksum, strings.ToLower(want), got)
+	}
+	return nil
+}
+
+// Describe implements protocols.Protocol. The name is the LaunchSpec's, so
+// the protocol is the one the config's plugin block declared.
+func (p *Plugin) Describe() protocols.Info {
+	info := p.info
+	info.Name = p.spec.Name
+	return info
+}
+
+// Open implements protocols.Protocol. Its clients implement
+// protocols.Failer: a crash or hang of the plugin fails the run.
+func (p *Plugin) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+	return p.remote.Open(ctx, target)
+}
+
+// Kill stops the plugin process and waits for it to exit, so no process is
+// left behind. It is safe to call more than once.
+func (p *Plugin) Kill() {
+	p.killOnce.Do(p.client.Kill)
+}
+
+// Info is the protocol as the plugin describes itself, with its own name.
+func (p *Plugin) Info() protocols.Info { return p.info }
+
+// SDKVersion is the version of plugins/sdk the plugin was built with.
+func (p *Plugin) SDKVersion() string { return p.remote.SDKVersion() }
+
+// ProtocolVersion is the wire protocol version the handshake agreed on.
+func (p *Plugin) ProtocolVersion() int { return p.client.NegotiatedVersion() }
+
+// Name is the LaunchSpec's name.
+func (p *Plugin) Name() string { return p.spec.Name }
+
+// Path is the binary's path.
+func (p *Plugin) Path() string { return p.spec.Path }
+
+// Stderr returns the plugin's last stderr lines, oldest first.
+func (p *Plugin) Stderr() []string { return p.stderr.Lines() }
+
+// Pid is the plugin's process id, or 0 before it started.
+func (p *Plugin) Pid() int {
+	if p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Exited reports whether the plugin process has exited.
+func (p *Plugin) Exited() bool { return p.client.Exited() }

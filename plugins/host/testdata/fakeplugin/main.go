@@ -1,0 +1,90 @@
+// Command fakeplugin is a tiny protocol plugin for the host's tests. Its
+// first argument picks a behaviour:
+//
+//	serve          serve the "fake" protocol (the default)
+//	stderr N       write N numbered lines to stderr, then serve
+//	hang           never answer the handshake
+//	wrong-cookie   serve with another magic cookie
+//	wrong-version  serve protocol version 99 only
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/protocols"
+)
+
+type fake struct{}
+
+func (fake) Describe() protocols.Info {
+	return protocols.Info{
+		Name:    "fake",
+		Version: "1.2.3",
+		TargetSpec: hcldec.ObjectSpec{
+			"address": &hcldec.AttrSpec{Name: "address", Type: cty.String, Required: true},
+		},
+		RequestSpec: hcldec.ObjectSpec{
+			"message": &hcldec.AttrSpec{Name: "message", Type: cty.String},
+		},
+	}
+}
+
+func (fake) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+	return client{}, nil
+}
+
+type client struct{}
+
+func (client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Millisecond, Status: 200})
+}
+
+func (client) Close() error { return nil }
+
+func main() {
+	mode := "serve"
+	if len(os.Args) > 1 {
+		mode = os.Args[1]
+	}
+	switch mode {
+	case "serve":
+		sdk.Serve(fake{})
+	case "stderr":
+		n, _ := strconv.Atoi(os.Args[2])
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(os.Stderr, "fake line %d\n", i)
+		}
+		sdk.Serve(fake{})
+	case "hang":
+		fmt.Fprintln(os.Stderr, "fake: hanging at start")
+		time.Sleep(time.Hour)
+	case "wrong-cookie":
+		hs := sdk.Handshake()
+		hs.MagicCookieValue = "another-program"
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  hs,
+			VersionedPlugins: sdk.PluginSets(fake{}),
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+	case "wrong-version":
+		hs := sdk.Handshake()
+		hs.ProtocolVersion = 99
+		plugin.Serve(&plugin.ServeConfig{
+			HandshakeConfig:  hs,
+			VersionedPlugins: map[int]plugin.PluginSet{99: sdk.PluginSets(fake{})[sdk.ProtocolVersion]},
+			GRPCServer:       plugin.DefaultGRPCServer,
+		})
+	default:
+		fmt.Fprintf(os.Stderr, "fakeplugin: unknown mode %q\n", mode)
+		os.Exit(2)
+	}
+}
