@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 // Exit codes, as DESIGN.md specifies them.
@@ -25,6 +26,18 @@ const (
 var version = "0.1.0-dev"
 
 func main() {
+	// HLOAD_CPUPROFILE=prefix writes a CPU profile per process, including
+	// isolated plugins (they inherit the environment), to prefix.PID, so
+	// the cost of a boundary can be profiled on both of its sides.
+	if prefix := os.Getenv("HLOAD_CPUPROFILE"); prefix != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid())); err == nil {
+			pprof.StartCPUProfile(f)
+			code := run(os.Args[1:], os.Stdout, os.Stderr)
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -249,8 +249,31 @@ func (p *Plugin) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 // Kill stops the plugin process and waits for it to exit, so no process is
 // left behind. It is safe to call more than once.
 func (p *Plugin) Kill() {
-	p.killOnce.Do(p.client.Kill)
+	p.killOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.client.Kill()
+		}()
+		// go-plugin first asks the plugin to shut down over gRPC and waits
+		// for the answer without a deadline; a hung or stopped plugin never
+		// answers. After killGrace the process is killed outright, which
+		// breaks the connection and lets go-plugin finish.
+		select {
+		case <-done:
+			return
+		case <-time.After(killGrace):
+		}
+		if p.cmd.Process != nil {
+			p.cmd.Process.Kill()
+		}
+		<-done
+	})
 }
+
+// killGrace is how long a plugin may take to shut down when asked before
+// it is killed.
+const killGrace = 3 * time.Second
 
 // Info is the protocol as the plugin describes itself, with its own name.
 func (p *Plugin) Info() protocols.Info { return p.info }

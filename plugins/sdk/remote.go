@@ -229,6 +229,8 @@ type client struct {
 
 	wake   chan struct{} // capacity 1, so wakes coalesce
 	failed chan error    // capacity 1: the one failure
+
+	encoded encodeCache // request encodings, reused while the value repeats
 }
 
 var (
@@ -238,7 +240,7 @@ var (
 
 // Do implements protocols.Client.
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	req, err := encodeValue(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
+	req, err := c.encoded.encode(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
 	if err != nil {
 		// The core checked the request against the schema, so this is a
 		// bug, reported on the call rather than the whole run.
@@ -410,9 +412,11 @@ func (c *client) send() {
 			return
 		case <-c.wake:
 		}
-		// Let the goroutines that are ready to queue more do so first: a
-		// bigger batch at no timer's cost.
-		runtime.Gosched()
+		gather(func() int {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.queue)
+		})
 		c.mu.Lock()
 		calls, c.queue = c.queue, calls[:0]
 		cancels, c.cancels = c.cancels, cancels[:0]
@@ -522,4 +526,23 @@ func nullIfNil(v cty.Value, ty cty.Type) cty.Value {
 		return cty.NullVal(ty)
 	}
 	return v
+}
+
+// maxYields bounds how long gather keeps collecting.
+const maxYields = 16
+
+// gather lets the goroutines that are ready to queue more do so before a
+// batch is sent, and keeps yielding for as long as the queue grows: a busy
+// stream sends big batches, a quiet one sends at once, and no timer is
+// involved. size reports the queue's length.
+func gather(size func() int) {
+	n := size()
+	for range maxYields {
+		runtime.Gosched()
+		m := size()
+		if m == n {
+			return
+		}
+		n = m
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -416,9 +415,11 @@ func (r *run) send() {
 		case <-idle.C:
 			heartbeat = true
 		}
-		// Let the goroutines that are ready to queue more do so first: a
-		// bigger batch at no timer's cost.
-		runtime.Gosched()
+		gather(func() int {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.done)
+		})
 		r.mu.Lock()
 		// Swap buffers, so emitters append to the spare ones during Send.
 		samples, r.samples = r.samples, samples[:0]
