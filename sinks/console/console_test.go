@@ -299,3 +299,17 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("Close = %v", err)
 	}
 }
+
+func TestSummaryShowsRuntimeFailure(t *testing.T) {
+	var buf bytes.Buffer
+	sum := metrics.Summary{DurationS: 1.5, Failed: "plugin \"lines\" exited: rpc error\nlast stderr lines:\n  boom"}
+	if err := WriteSummary(&buf, sum, true); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{`FAILED: plugin "lines" exited: rpc error; the figures cover the 1.5s before it.`, `FAIL: the run failed: plugin "lines" exited: rpc error`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}

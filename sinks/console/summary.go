@@ -85,6 +85,12 @@ func (p *printer) run(sum *metrics.Summary) {
 	if sum.Aborted != "" {
 		p.printf("%s: threshold %q was crossed and stopped the run early.\n", p.paint("ABORTED", false), sum.Aborted)
 	}
+	if sum.Failed != "" {
+		// Only the first line: the error's details (a plugin's stderr)
+		// follow the summary on stderr.
+		first, _, _ := strings.Cut(sum.Failed, "\n")
+		p.printf("%s: %s; the figures cover the %.1fs before it.\n", p.paint("FAILED", false), first, sum.DurationS)
+	}
 	p.printf("Latencies in ms; KB/s in KiB per second.\n")
 }
 
@@ -261,6 +267,8 @@ func (p *printer) verdict(sum *metrics.Summary) {
 	total := len(sum.Thresholds)
 	p.printf("\n")
 	switch {
+	case sum.Failed != "":
+		p.printf("%s: the run failed: %s\n", p.paint("FAIL", false), strings.SplitN(sum.Failed, "\n", 2)[0])
 	case sum.Interrupted:
 		state := "no threshold failed"
 		if failed > 0 {
