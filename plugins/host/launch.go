@@ -44,6 +44,9 @@ type LaunchSpec struct {
 	Name string
 	Path string
 	Args []string
+	// Env is added to the plugin's environment, before hload's own, so
+	// a variable the user set wins.
+	Env []string
 	// SHA256, when set, is the hex sum the binary must have. It is checked
 	// before the binary is started.
 	SHA256 string
@@ -122,6 +125,7 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 
 	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
 	p.cmd = exec.Command(spec.Path, spec.Args...)
+	p.cmd.Env = spec.Env
 	p.cmd.SysProcAttr = procAttr()
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake(),
@@ -129,6 +133,7 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		Cmd:              p.cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		GRPCDialOptions:  sdk.GRPCDialOptions(),
 		StartTimeout:     spec.StartTimeout,
 		Stderr:           p.stderr,
 		// go-plugin logs every plugin stderr line and its own chatter;

@@ -50,7 +50,7 @@ func Serve(impl protocols.Protocol) {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake(),
 		VersionedPlugins: PluginSets(impl),
-		GRPCServer:       plugin.DefaultGRPCServer,
+		GRPCServer:       newGRPCServer,
 	})
 }
 

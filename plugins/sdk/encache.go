@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/zclconf/go-cty/cty"
 )
@@ -24,6 +25,15 @@ type encodeCache struct {
 // equal value. The bytes are shared and must not be modified.
 func (c *encodeCache) encode(val cty.Value, ty cty.Type) ([]byte, error) {
 	c.mu.RLock()
+	// Identity first: it costs a comparison of four words per entry.
+	for i := range c.entries {
+		e := &c.entries[i]
+		if e.enc != nil && identical(e.val, val) {
+			enc := e.enc
+			c.mu.RUnlock()
+			return enc, nil
+		}
+	}
 	for i := range c.entries {
 		e := &c.entries[i]
 		if e.enc != nil && e.val.RawEquals(val) {
@@ -43,4 +53,23 @@ func (c *encodeCache) encode(val cty.Value, ty cty.Type) ([]byte, error) {
 	c.next = (c.next + 1) % len(c.entries)
 	c.mu.Unlock()
 	return enc, nil
+}
+
+// valueWords is cty.Value's layout: its type and its payload, two
+// interfaces.
+type valueWords [4]uintptr
+
+// identityOK says whether cty.Value has the layout identical relies on.
+var identityOK = unsafe.Sizeof(cty.Value{}) == unsafe.Sizeof(valueWords{})
+
+// identical reports whether a and b are the very same value: the same type
+// and the same payload, word for word. cty values are immutable, so such
+// values are equal; a request without per-iteration expressions is handed
+// over as one shared value, and this spares RawEquals' deep walk of it.
+// false only means "not known to be identical".
+func identical(a, b cty.Value) bool {
+	if !identityOK {
+		return false
+	}
+	return *(*valueWords)(unsafe.Pointer(&a)) == *(*valueWords)(unsafe.Pointer(&b))
 }
