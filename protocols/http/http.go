@@ -217,33 +217,16 @@ func parseTarget(target cty.Value) (*targetConfig, error) {
 	return cfg, nil
 }
 
-// attr returns obj's attribute name, or a null value when obj has no such
-// attribute, so that a caller that leaves an optional attribute out entirely
-// is treated like one that passes null.
-func attr(obj cty.Value, name string) cty.Value {
-	if obj.IsNull() || !obj.IsKnown() || !obj.Type().IsObjectType() || !obj.Type().HasAttribute(name) {
-		return cty.NullVal(cty.DynamicPseudoType)
-	}
-	v, _ := obj.GetAttr(name).Unmark()
-	return v
-}
+// attr and stringAttr read the target's and request's values; the
+// protocols package holds them for every protocol.
+func attr(obj cty.Value, name string) cty.Value { return protocols.Attr(obj, name) }
 
 func stringAttr(obj cty.Value, name string) (string, error) {
-	v := attr(obj, name)
-	if v.IsNull() {
-		return "", nil
+	v, err := protocols.StringAttr(obj, name)
+	if err != nil {
+		return "", fmt.Errorf("http: %w", err)
 	}
-	if !v.IsKnown() {
-		return "", fmt.Errorf("http: %s is not known", name)
-	}
-	if v.Type() != cty.String {
-		c, err := convert.Convert(v, cty.String)
-		if err != nil {
-			return "", fmt.Errorf("http: %s must be a string: %v", name, err)
-		}
-		v = c
-	}
-	return v.AsString(), nil
+	return v, nil
 }
 
 func boolAttr(obj cty.Value, name string, dst *bool) error {

@@ -310,24 +310,14 @@ func parseRequest(req cty.Value) (line, expect string, hasExpect bool, err error
 	return line, expect, hasExpect, err
 }
 
-// attr returns obj's attribute name, or null when obj has none, so that a
-// caller that leaves an optional attribute out is treated like one that
-// passes null.
-func attr(obj cty.Value, name string) cty.Value {
-	if obj.IsNull() || !obj.IsKnown() || !obj.Type().IsObjectType() || !obj.Type().HasAttribute(name) {
-		return cty.NullVal(cty.String)
-	}
-	v, _ := obj.GetAttr(name).Unmark()
-	return v
-}
+// attr and stringAttr read the target's and request's values with the
+// helpers every protocol shares.
+func attr(obj cty.Value, name string) cty.Value { return protocols.Attr(obj, name) }
 
 func stringAttr(obj cty.Value, name string) (string, error) {
-	v := attr(obj, name)
-	if v.IsNull() {
-		return "", nil
+	v, err := protocols.StringAttr(obj, name)
+	if err != nil {
+		return "", fmt.Errorf("lines: %w", err)
 	}
-	if !v.IsKnown() || v.Type() != cty.String {
-		return "", fmt.Errorf("lines: %s must be a known string", name)
-	}
-	return v.AsString(), nil
+	return v, nil
 }
