@@ -309,3 +309,23 @@ func TestQuickstart(t *testing.T) {
 	}
 	t.Logf("quickstart: %d requests\n%s", total, r.stdout)
 }
+
+// TestReadmeExample keeps the README's test file valid: the first hcl
+// block after "## A test file".
+func TestReadmeExample(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "## A test file")
+	_, rest, ok2 := strings.Cut(rest, "```hcl\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no hcl block under \"## A test file\"")
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "readme.hcl", block)
+	if r := hload(t, dir, "validate", "readme.hcl"); r.code != 0 {
+		t.Fatalf("the README's example does not validate (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
