@@ -254,6 +254,7 @@ loop:
 	for key, msg := range state.evalErrors {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("%s: expressions failed at run time: %s", key, msg))
 	}
+	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)
 	sort.Strings(sum.Warnings)
 
 	var closeErrs []error
@@ -406,4 +407,26 @@ func describe(th *config.Threshold) string {
 		parts = append(parts, "request="+th.Request)
 	}
 	return strings.Join(parts, " ") + ": " + th.Condition.Text
+}
+
+// lateStart is the p99 start lateness above which the open model says that
+// hload itself could not keep to its schedule. Go's timers alone account for
+// up to about a millisecond.
+const lateStart = 5.0 // ms
+
+// generatorWarnings says when hload was near its own limit, so a slow
+// generator is never mistaken for a slow server: open-model iterations that
+// started late against their plan.
+func generatorWarnings(sum *metrics.Summary) []string {
+	var out []string
+	for name, sc := range sum.Scenarios {
+		worst := 0.0
+		for _, r := range sc.Requests {
+			worst = max(worst, r.Metrics[metrics.MetricStartLateness].P99)
+		}
+		if worst > lateStart {
+			out = append(out, fmt.Sprintf("scenario %q: iterations started up to %.1f ms late (p99 start_lateness): hload was near its own limit or short of VUs, and the response times include that delay", name, worst))
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,22 @@ func TestEvaluateThresholds(t *testing.T) {
 				t.Errorf("passed = %v, want %v (value %v %s %v)", res.Passed, tc.wantPass, res.Value, tc.op, tc.limit)
 			}
 		})
+	}
+}
+
+func TestGeneratorWarnings(t *testing.T) {
+	figures := func(p99 float64) *metrics.RequestFigures {
+		return &metrics.RequestFigures{Metrics: map[string]metrics.MetricFigures{
+			metrics.MetricStartLateness: {Count: 1, LatencyFigures: metrics.LatencyFigures{P99: p99}},
+		}}
+	}
+	sum := &metrics.Summary{Scenarios: map[string]*metrics.ScenarioSummary{
+		"on-time": {Requests: map[string]*metrics.RequestFigures{"r": figures(1.2)}},
+		"late":    {Requests: map[string]*metrics.RequestFigures{"a": figures(0.5), "b": figures(12.5)}},
+		"closed":  {Requests: map[string]*metrics.RequestFigures{"r": {}}},
+	}}
+	got := generatorWarnings(sum)
+	if len(got) != 1 || !strings.Contains(got[0], `scenario "late"`) || !strings.Contains(got[0], "12.5 ms") {
+		t.Fatalf("warnings %q; want one for scenario late at 12.5 ms", got)
 	}
 }
