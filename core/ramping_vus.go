@@ -32,7 +32,7 @@ func (sc *scenarioRun) runRampingVUs(e config.RampingVUs, seg Segment) {
 		if t >= total {
 			break
 		}
-		target := plannedVUs(e, seg, t)
+		target := seg.Scale(rampingVUsAt(e, t))
 		for len(active) < target {
 			r := running{v: sc.acquire(), stop: make(chan struct{})}
 			active = append(active, r)

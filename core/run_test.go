@@ -240,13 +240,13 @@ func TestRampingVUsFollowsStages(t *testing.T) {
 `, map[string]string{"base_url": srv.URL})
 	sink := &snapshotSink{}
 	runTest(t, test, Options{Sinks: []Sink{sink}, Interval: 250 * time.Millisecond})
-	exec := test.Scenarios[0].Executor
+	exec := test.Scenarios[0].Executor.(config.RampingVUs)
 	checked := 0
 	for _, snap := range sink.snaps {
 		if snap.Elapsed >= 9*time.Second {
 			break
 		}
-		want := plannedVUs(exec, Segment{}, snap.Elapsed)
+		want := rampingVUsAt(exec, snap.Elapsed)
 		got := snap.VUs["ramp"]
 		tolerance := max(1, int(math.Ceil(0.05*float64(want))))
 		if abs(got-want) > tolerance {

@@ -7,32 +7,10 @@ import (
 )
 
 // The schedule functions are pure: the executors follow them at run time
-// and `hload plan` prints them before anything runs, so both always agree.
+// and `hload plan` prints the same stages, so both always agree.
 
-// plannedVUs returns how many VUs an executor wants active at elapsed time
-// t since its start, already scaled to the segment.
-func plannedVUs(exec config.Executor, seg Segment, t time.Duration) int {
-	switch e := exec.(type) {
-	case config.ConstantVUs:
-		if t < 0 || t >= e.Duration {
-			return 0
-		}
-		return seg.Scale(e.VUs)
-	case config.RampingVUs:
-		return seg.Scale(rampingVUsAt(e, t))
-	case config.Iterations:
-		// The number started by t; each then runs its iterations, so the
-		// plan shows the ramp only.
-		n := seg.Scale(e.VUs)
-		if t < 0 {
-			return 0
-		}
-		return startedBy(n, e.RampUp, t)
-	}
-	return 0
-}
-
-// rampingVUsAt interpolates linearly within the stage that holds t.
+// rampingVUsAt is how many VUs a ramping-vus executor wants active t after
+// its start, before segment scaling: linear within the stage that holds t.
 func rampingVUsAt(e config.RampingVUs, t time.Duration) int {
 	if t < 0 {
 		return 0
@@ -47,19 +25,6 @@ func rampingVUsAt(e config.RampingVUs, t time.Duration) int {
 		from = st.Target
 	}
 	return 0
-}
-
-// startedBy returns how many of n VUs, started evenly over rampUp, have
-// started by t. VU k (0-based) starts at k*rampUp/n, as in a JMeter thread
-// group.
-func startedBy(n int, rampUp, t time.Duration) int {
-	if rampUp <= 0 || n == 0 {
-		return n
-	}
-	if t >= rampUp {
-		return n
-	}
-	return min(n, int(int64(t)*int64(n)/int64(rampUp))+1)
 }
 
 // vuStartOffset is when VU k of n starts in an iterations executor.

@@ -21,7 +21,7 @@ func TestRampingVUsAt(t *testing.T) {
 		{15 * time.Second, 100}, {22500 * time.Millisecond, 50}, {25 * time.Second, 0},
 	}
 	for _, c := range cases {
-		if got := plannedVUs(e, Segment{}, c.at); got != c.want {
+		if got := rampingVUsAt(e, c.at); got != c.want {
 			t.Errorf("at %v: got %d VUs, want %d", c.at, got, c.want)
 		}
 	}
@@ -47,11 +47,11 @@ func TestSegmentSharesAddUp(t *testing.T) {
 	}
 }
 
-func TestStartedBy(t *testing.T) {
-	// 10 VUs over 10s: VU k starts at k seconds.
-	for s, want := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 10} {
-		if got := startedBy(10, 10*time.Second, time.Duration(s)*time.Second); got != want {
-			t.Errorf("at %ds: %d started, want %d", s, got, want)
+func TestVUStartOffset(t *testing.T) {
+	// 10 VUs over 10 s, as a JMeter thread group: VU k starts at k seconds.
+	for k := range 10 {
+		if got, want := vuStartOffset(k, 10, 10*time.Second), time.Duration(k)*time.Second; got != want {
+			t.Errorf("VU %d starts at %v, want %v", k, got, want)
 		}
 	}
 }
