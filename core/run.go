@@ -91,11 +91,7 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
+	defer closeAll(clients)
 	failures, stopWatching := watchFailures(clients)
 	defer stopWatching()
 
