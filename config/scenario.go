@@ -170,6 +170,12 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 	}
 
 	diags = append(diags, l.decodeRequests(s, content.Blocks, def)...)
+	if cycle := WeightCycle(s.Requests); cycle > MaxWeightCycle {
+		diags = append(diags, errorDiag(b.DefRange, "Weights too fine-grained",
+			"The weights of scenario %q repeat only every %d requests once reduced by their common divisor; "+
+				"hload holds the mix exactly over each cycle and allows at most %d. Use smaller weights with the same ratios, such as percentages.",
+			s.Name, cycle, MaxWeightCycle))
+	}
 	if len(content.Blocks) == 0 {
 		diags = append(diags, errorDiag(b.DefRange, "Scenario without requests",
 			`Scenario %q has no request block, so it would send nothing. Add one, such as request "home" { path = "/" }.`, s.Name))
@@ -502,4 +508,39 @@ func friendlyValue(v cty.Value) string {
 		return fmt.Sprint(v.True())
 	}
 	return "a " + v.Type().FriendlyName()
+}
+
+// MaxWeightCycle bounds WeightCycle: the core precomputes one cycle of the
+// weighted mix, so that every cycle holds the weights exactly.
+const MaxWeightCycle = 1 << 20
+
+// WeightCycle is the length of a scenario's weighted mix cycle: the sum of
+// its requests' weights divided by their greatest common divisor.
+func WeightCycle(requests []*Request) int {
+	weights := make([]int, len(requests))
+	for i, r := range requests {
+		weights[i] = r.Weight
+	}
+	_, cycle := ReduceWeights(weights)
+	return cycle
+}
+
+// ReduceWeights divides positive weights by their greatest common divisor
+// and returns them with their sum, the length of one cycle of the mix.
+func ReduceWeights(weights []int) (reduced []int, cycle int) {
+	g := 0
+	for _, w := range weights {
+		for b := w; b != 0; {
+			g, b = b, g%b
+		}
+	}
+	if g == 0 {
+		return nil, 0
+	}
+	reduced = make([]int, len(weights))
+	for i, w := range weights {
+		reduced[i] = w / g
+		cycle += reduced[i]
+	}
+	return reduced, cycle
 }

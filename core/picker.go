@@ -1,6 +1,10 @@
 package core
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/hload/hload/config"
+)
 
 // picker hands out request indexes in proportion to their weights. It
 // precomputes one cycle of smooth weighted round-robin (as nginx does), so
@@ -12,31 +16,10 @@ type picker struct {
 	cursor atomic.Uint64
 }
 
-// maxCycle bounds the precomputed cycle; config keeps weights whole and
-// reduces them by their greatest common divisor first.
-const maxCycle = 1 << 20
-
+// newPicker builds the cycle for positive weights. config rejects weights
+// whose cycle is longer than config.MaxWeightCycle, so the table stays small.
 func newPicker(weights []int) *picker {
-	g := 0
-	for _, w := range weights {
-		g = gcd(g, w)
-	}
-	total := 0
-	reduced := make([]int, len(weights))
-	for i, w := range weights {
-		reduced[i] = w / g
-		total += reduced[i]
-	}
-	if total > maxCycle {
-		// Keep the proportions to within 1/maxCycle rather than build a
-		// huge table; config's weights are small in practice.
-		scale := float64(maxCycle) / float64(total)
-		total = 0
-		for i, w := range reduced {
-			reduced[i] = max(1, int(float64(w)*scale))
-			total += reduced[i]
-		}
-	}
+	reduced, total := config.ReduceWeights(weights)
 	cycle := make([]uint16, total)
 	current := make([]int, len(reduced))
 	for n := range cycle {
@@ -57,11 +40,4 @@ func newPicker(weights []int) *picker {
 func (p *picker) next() int {
 	n := p.cursor.Add(1) - 1
 	return int(p.cycle[n%uint64(len(p.cycle))])
-}
-
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
