@@ -170,6 +170,8 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 		}
 	}
 	droppedBefore := make(map[string]int64, len(scenarios))
+	gaugers := clientGaugers(clients)
+	gaugesMax := map[string]int64{}
 	writeSnapshot := func(from, to time.Time) {
 		snap := metrics.Snapshot{
 			Start:   from,
@@ -184,6 +186,10 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 			dropped := sc.dropped.Load()
 			snap.Dropped[sc.name] = dropped - droppedBefore[sc.name]
 			droppedBefore[sc.name] = dropped
+		}
+		snap.Gauges = readGauges(gaugers)
+		for name, v := range snap.Gauges {
+			gaugesMax[name] = max(gaugesMax[name], v)
 		}
 		for _, s := range opts.Sinks {
 			if err := s.Write(snap); err != nil && sinkErr == nil {
@@ -242,6 +248,9 @@ loop:
 
 	sum := buildSummary(test, agg, scenarios, info, end)
 	sum.Interrupted = interrupted
+	if len(gaugesMax) > 0 {
+		sum.GaugesMax = gaugesMax
+	}
 	sum.Aborted = aborted
 	if failure != nil {
 		sum.Failed = failure.Error()
@@ -270,6 +279,32 @@ loop:
 		runErr = errors.Join(fmt.Errorf("the run failed: %w", failure), runErr)
 	}
 	return sum, runErr
+}
+
+// clientGaugers returns the clients that report gauges.
+func clientGaugers(clients map[string]protocols.Client) []protocols.Gauger {
+	var gs []protocols.Gauger
+	for _, c := range clients {
+		if g, ok := c.(protocols.Gauger); ok {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// readGauges adds up the gauges of gs by name, or returns nil when none
+// reports any.
+func readGauges(gs []protocols.Gauger) map[string]int64 {
+	var out map[string]int64
+	for _, g := range gs {
+		g.Gauges(func(name string, v int64) {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[name] += v
+		})
+	}
+	return out
 }
 
 // watchFailures merges the Failed channels of the clients that have one

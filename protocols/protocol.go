@@ -138,6 +138,14 @@ type Failer interface {
 	Failed() <-chan error
 }
 
+// Gauger is an optional ability of a Client that holds levels over time,
+// such as the streams an SSE client keeps open. The core reads them once
+// per interval into Snapshot.Gauges, adding up the clients that report the
+// same name. Gauges must be cheap and safe to call while Do runs.
+type Gauger interface {
+	Gauges(report func(name string, value int64))
+}
+
 // With returns a new registry holding r's protocols plus ps; a protocol in
 // ps replaces one of r's with the same name. r is not changed, so the
 // built-in registry can be shared while each test adds its plugins.

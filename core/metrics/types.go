@@ -94,6 +94,9 @@ type Snapshot struct {
 	Series  []SeriesFigures
 	VUs     map[string]int   // active VUs per scenario at End
 	Dropped map[string]int64 // dropped iterations per scenario in this interval
+	// Gauges are the levels the protocols hold at End, such as
+	// sse_open_streams, by name; nil when no client reports any.
+	Gauges map[string]int64
 }
 
 // Summary is the machine-readable result of a run, written by
@@ -116,6 +119,9 @@ type Summary struct {
 	// Warnings are problems that did not stop the run, such as an
 	// expression that failed to evaluate for some iterations.
 	Warnings []string `json:"warnings,omitempty"`
+	// GaugesMax is the highest level of each gauge seen at the end of an
+	// interval, such as the most SSE streams open at once.
+	GaugesMax map[string]int64 `json:"gauges_max,omitempty"`
 }
 
 // ScenarioSummary is one scenario in the Summary.
