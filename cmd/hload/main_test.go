@@ -25,6 +25,10 @@ import (
 var hloadBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(benchServerEnv) == "1" {
+		serveBench()
+		return
+	}
 	dir, err := os.MkdirTemp("", "hload-bin")
 	if err != nil {
 		panic(err)
