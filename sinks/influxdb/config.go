@@ -1,0 +1,185 @@
+package influxdb
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/gocty"
+)
+
+// Defaults of the optional attributes.
+const (
+	// DefaultBuffer is the bound on points held while InfluxDB is slow or
+	// down. A run with 20 requests writes about 70 points a second, so
+	// this covers an outage of 20 minutes; with raw = true at 10k
+	// requests/s, 10 s. At about 300 bytes a point it bounds the memory
+	// to about 30 MB.
+	DefaultBuffer = 100_000
+	// DefaultBatchSize is the most points sent in one HTTP write, as
+	// InfluxDB's documentation recommends.
+	DefaultBatchSize = 5_000
+	// DefaultFlushTimeout is how long Close waits for InfluxDB to take
+	// the points still buffered before it gives up and reports them.
+	DefaultFlushTimeout = 30 * time.Second
+	// writeTimeout bounds one HTTP write.
+	writeTimeout = 10 * time.Second
+	// startTimeout bounds the ping and the first write at Start.
+	startTimeout = 5 * time.Second
+)
+
+// reservedTags are set by the sink; a static tag may not replace them, or
+// the dashboard's filters would read another run's data.
+var reservedTags = []string{
+	"run_id", "test", "instance", "segment", "scenario", "request",
+	"status_class", "kind", "metric",
+}
+
+// Spec is the schema of a `sink "influxdb"` block.
+func Spec() hcldec.ObjectSpec {
+	return hcldec.ObjectSpec{
+		"url":           &hcldec.AttrSpec{Name: "url", Type: cty.String, Required: true},
+		"token":         &hcldec.AttrSpec{Name: "token", Type: cty.String},
+		"org":           &hcldec.AttrSpec{Name: "org", Type: cty.String},
+		"bucket":        &hcldec.AttrSpec{Name: "bucket", Type: cty.String, Required: true},
+		"tags":          &hcldec.AttrSpec{Name: "tags", Type: cty.Map(cty.String)},
+		"instance":      &hcldec.AttrSpec{Name: "instance", Type: cty.String},
+		"raw":           &hcldec.AttrSpec{Name: "raw", Type: cty.Bool},
+		"required":      &hcldec.AttrSpec{Name: "required", Type: cty.Bool},
+		"buffer":        &hcldec.AttrSpec{Name: "buffer", Type: cty.Number},
+		"batch_size":    &hcldec.AttrSpec{Name: "batch_size", Type: cty.Number},
+		"flush_timeout": &hcldec.AttrSpec{Name: "flush_timeout", Type: cty.String},
+	}
+}
+
+// settings are a decoded, validated block.
+type settings struct {
+	url          string
+	token        string
+	org          string
+	bucket       string
+	tags         map[string]string
+	instance     string // "" means the hostname
+	raw          bool
+	required     bool
+	buffer       int
+	batchSize    int
+	flushTimeout time.Duration
+}
+
+func decode(cfg cty.Value) (settings, error) {
+	s := settings{
+		required:     true,
+		buffer:       DefaultBuffer,
+		batchSize:    DefaultBatchSize,
+		flushTimeout: DefaultFlushTimeout,
+	}
+	if cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.IsWhollyKnown() {
+		return s, errors.New("the block must be a known object")
+	}
+	var err error
+	str := func(name string) string {
+		if err != nil || !cfg.Type().HasAttribute(name) {
+			return ""
+		}
+		v := cfg.GetAttr(name)
+		if v.IsNull() {
+			return ""
+		}
+		if v.Type() != cty.String {
+			err = fmt.Errorf("%q must be a string", name)
+			return ""
+		}
+		return v.AsString()
+	}
+	s.url, s.token, s.org, s.bucket = str("url"), str("token"), str("org"), str("bucket")
+	s.instance = str("instance")
+	flush := str("flush_timeout")
+	if err != nil {
+		return s, err
+	}
+
+	u, perr := url.Parse(s.url)
+	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return s, fmt.Errorf(`"url" must be an http:// or https:// address such as http://127.0.0.1:8086, got %q`, s.url)
+	}
+	if s.bucket == "" {
+		return s, errors.New(`"bucket" must not be empty (InfluxDB 1.8: "database" or "database/retention-policy")`)
+	}
+
+	if v := attr(cfg, "tags"); !v.IsNull() {
+		s.tags = map[string]string{}
+		for k, val := range v.AsValueMap() {
+			if val.IsNull() || val.AsString() == "" {
+				return s, fmt.Errorf(`"tags": tag %q has an empty value, which InfluxDB cannot store`, k)
+			}
+			for _, r := range reservedTags {
+				if k == r {
+					return s, fmt.Errorf(`"tags": %q is set by the sink itself; reserved tags are %v`, k, reservedTags)
+				}
+			}
+			if k == "" {
+				return s, errors.New(`"tags": a tag name must not be empty`)
+			}
+			s.tags[k] = val.AsString()
+		}
+	}
+	if v := attr(cfg, "raw"); !v.IsNull() {
+		s.raw = v.True()
+	}
+	if v := attr(cfg, "required"); !v.IsNull() {
+		s.required = v.True()
+	}
+	if s.buffer, err = positiveInt(cfg, "buffer", s.buffer); err != nil {
+		return s, err
+	}
+	if s.batchSize, err = positiveInt(cfg, "batch_size", s.batchSize); err != nil {
+		return s, err
+	}
+	if s.batchSize > s.buffer {
+		return s, fmt.Errorf(`"batch_size" (%d) must not exceed "buffer" (%d)`, s.batchSize, s.buffer)
+	}
+	if flush != "" {
+		d, perr := time.ParseDuration(flush)
+		if perr != nil || d <= 0 {
+			return s, fmt.Errorf(`"flush_timeout" must be a positive duration such as "30s", got %q`, flush)
+		}
+		s.flushTimeout = d
+	}
+	return s, nil
+}
+
+// attr returns an attribute or a null value when the object lacks it.
+func attr(cfg cty.Value, name string) cty.Value {
+	if !cfg.Type().HasAttribute(name) {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	return cfg.GetAttr(name)
+}
+
+func positiveInt(cfg cty.Value, name string, def int) (int, error) {
+	v := attr(cfg, name)
+	if v.IsNull() {
+		return def, nil
+	}
+	var n int
+	if err := gocty.FromCtyValue(v, &n); err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q must be a positive whole number, got %s", name, v.AsBigFloat().Text('g', -1))
+	}
+	return n, nil
+}
+
+// sortedTags returns the static tags in key order, so that every point of
+// a run carries them in the same order.
+func sortedTags(m map[string]string) [][2]string {
+	out := make([][2]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, [2]string{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
