@@ -37,13 +37,13 @@ type queue struct {
 	limit int // points
 	batch int // points per write
 
-	mu       sync.Mutex
-	chunks   []*chunk // waiting, oldest first; only the last one grows
-	free     []*chunk
-	points   int // accepted and not yet written, rejected or given up
-	peak     int // the most points held at once
-	closed   bool
-	counts   Counts
+	mu          sync.Mutex
+	chunks      []*chunk // waiting, oldest first; only the last one grows
+	free        []*chunk
+	points      int // accepted and not yet written, rejected or given up
+	peak        int // the most points held at once
+	closed      bool
+	counts      Counts
 	onFirstDrop func() // called once, outside the lock, at the first drop
 
 	wake chan struct{} // capacity 1: there is something to send
