@@ -28,6 +28,7 @@ var impureFunctions = map[string]bool{
 	"random_choice": true,
 	"random_string": true,
 	"uuid":          true,
+	"unix_micros":   true,
 }
 
 // maxRandomString bounds random_string so that a typo cannot exhaust memory.
@@ -95,6 +96,7 @@ func functions(dir string, opts Options) map[string]function.Function {
 		"random_choice": randomChoiceFunc,
 		"random_string": randomStringFunc,
 		"uuid":          uuidFunc,
+		"unix_micros":   unixMicrosFunc,
 		"env":           envFunc(opts.LookupEnv),
 		"file":          fileFunc(dir),
 		"duration":      durationFunc,
@@ -201,6 +203,17 @@ var uuidFunc = function.New(&function.Spec{
 			return cty.NilVal, err
 		}
 		return cty.StringVal(id.String()), nil
+	},
+})
+
+// unixMicrosFunc returns the wall-clock time of the call in whole
+// microseconds since the Unix epoch: a send timestamp for a payload, from
+// which a subscriber on the same host clock computes delivery latency.
+var unixMicrosFunc = function.New(&function.Spec{
+	Description: "Returns the current time in whole microseconds since the Unix epoch.",
+	Type:        function.StaticReturnType(cty.Number),
+	Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+		return cty.NumberIntVal(time.Now().UnixMicro()), nil
 	},
 })
 

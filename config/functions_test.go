@@ -3,8 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFileConfinement(t *testing.T) {
@@ -62,5 +64,23 @@ func TestFileConfinement(t *testing.T) {
 				t.Errorf("body = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestUnixMicros(t *testing.T) {
+	test := mustParse(t, oneRequest(`body = "${unix_micros()}"`), testOptions())
+	r := test.Scenarios[0].Requests[0]
+	if !r.Dynamic() {
+		t.Fatal("unix_micros() must be evaluated per call")
+	}
+	before := time.Now().UnixMicro()
+	v, diags := r.Value(Iteration{VU: 1})
+	after := time.Now().UnixMicro()
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	got, err := strconv.ParseInt(v.GetAttr("body").AsString(), 10, 64)
+	if err != nil || got < before || got > after {
+		t.Errorf("unix_micros() = %s, want a whole number in [%d, %d]", v.GetAttr("body").AsString(), before, after)
 	}
 }

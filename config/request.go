@@ -18,9 +18,18 @@ const blockCheck = "check"
 
 // The attributes every request has, whatever its protocol.
 const (
-	requestTarget = "target"
-	requestWeight = "weight"
+	requestTarget   = "target"
+	requestWeight   = "weight"
+	requestLet      = "let"
+	requestDelivery = "delivery"
 )
+
+// rootLet is the root under which a request's other attributes see its let
+// values, as in let.uid.
+const rootLet = "let"
+
+// deliveryAttributes are the attributes of a request's delivery object.
+var deliveryAttributes = []string{"key", "id"}
 
 // requestWhere names the static attributes of a request in messages.
 const requestWhere = "This request attribute"
@@ -29,8 +38,32 @@ const requestWhere = "This request attribute"
 // its protocol attributes cannot be checked, and the reason is already
 // reported.
 var requestCoreSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: requestTarget}, {Name: requestWeight}},
+	Attributes: []hcl.AttributeSchema{{Name: requestTarget}, {Name: requestWeight}, {Name: requestLet}, {Name: requestDelivery}},
 	Blocks:     []hcl.BlockHeaderSchema{{Type: blockCheck}},
+}
+
+// requestExtras are the protocol-independent attributes of a request that
+// are evaluated per call: let, whose values the other attributes share,
+// and delivery, which the core records in the run's ledger of sent ids.
+type requestExtras struct {
+	let        hcl.Expression // nil when the request has no let
+	letDynamic bool           // let is evaluated per call
+	letValue   cty.Value      // let's value when static, else its sample value
+	letNames   []string       // let's attribute names, for messages
+
+	delivery        hcl.Expression // set when delivery is evaluated per call
+	deliveryStatic  Delivery       // the delivery when it is static
+	deliveryDecl    hcl.Range      // the delivery attribute, for run-time messages
+	hasLetReference bool           // a dynamic expression uses let
+}
+
+// Delivery is what a request's delivery attribute says about one call: the
+// key subscribers watch, and the id of the event the call sends. Set is
+// false when the request has no delivery attribute.
+type Delivery struct {
+	Set bool
+	Key string
+	ID  string
 }
 
 // requestTargetSchema picks the target attribute out first, because the
@@ -157,9 +190,209 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 		r.Checks = append(r.Checks, c)
 	}
 	if entry != nil && entry.info != nil {
+		diags = append(diags, l.decodeLet(r, content.Attributes[requestLet], sample)...)
+		base, sample := r.letContexts(l.base, sample)
+		r.base = base
 		diags = append(diags, l.decodeRequestAttributes(r, content, attrs, sample)...)
+		diags = append(diags, l.decodeDelivery(r, content.Attributes[requestDelivery], sample)...)
+		diags = append(diags, l.validateRequest(r, content, sample)...)
 	}
 	return r, diags
+}
+
+// decodeLet decodes a request's let attribute: an object whose values the
+// request's other attributes read as let.<name>, evaluated once per call,
+// so that two attributes can share one random value.
+func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalContext) hcl.Diagnostics {
+	if attr == nil {
+		return nil
+	}
+	for _, t := range attr.Expr.Variables() {
+		if t.RootName() == rootLet {
+			return hcl.Diagnostics{errorDiag(t.SourceRange(), "let cannot use let",
+				"The values of let are evaluated before the request's other attributes, so they cannot refer to each other. Compute each one from vu, scenario, data, var, local or functions.")}
+		}
+	}
+	if d := l.checkRequestReferences(r, attr.Expr); d.HasErrors() {
+		return d
+	}
+	dynamic := isDynamic(attr.Expr)
+	ctx := l.base
+	if dynamic {
+		ctx = sample
+	}
+	v, diags := attr.Expr.Value(ctx)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return diags
+	}
+	if v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+		return append(diags, errorDiag(attr.Expr.Range(), "Invalid let",
+			"let must be an object of named values, such as let = { uid = random_int(1, 5) }; got %s.", friendlyValue(v)))
+	}
+	x := &r.extra
+	x.let, x.letDynamic, x.letValue = attr.Expr, dynamic, v
+	for it := v.ElementIterator(); it.Next(); {
+		k, _ := it.Element()
+		x.letNames = append(x.letNames, k.AsString())
+	}
+	sort.Strings(x.letNames)
+	if dynamic {
+		l.noteDynamic(r, attr.Expr)
+	}
+	return diags
+}
+
+// letContexts returns the contexts a request's attributes are evaluated
+// in at load: base for static ones, which sees a static let, and sample
+// for dynamic ones, which sees let's sample value.
+func (r *Request) letContexts(base, sample *hcl.EvalContext) (*hcl.EvalContext, *hcl.EvalContext) {
+	x := &r.extra
+	if x.let == nil {
+		return base, sample
+	}
+	if !x.letDynamic {
+		base = base.NewChild()
+		base.Variables = map[string]cty.Value{rootLet: x.letValue}
+	}
+	sample = sample.NewChild()
+	sample.Variables = map[string]cty.Value{rootLet: x.letValue}
+	return base, sample
+}
+
+// isDynamicIn reports whether expr must be evaluated per call in r: it is
+// dynamic itself, or it uses a let that is.
+func (r *Request) isDynamicIn(expr hcl.Expression) bool {
+	return isDynamic(expr) || (r.extra.letDynamic && usesRoot(expr, rootLet))
+}
+
+// noteDynamic records what a dynamic expression of r needs per call: the
+// vu object, and the rows of the data blocks it reads.
+func (l *loader) noteDynamic(r *Request, expr hcl.Expression) {
+	r.usesVU = r.usesVU || usesRoot(expr, rootVU)
+	r.extra.hasLetReference = r.extra.hasLetReference || usesRoot(expr, rootLet)
+	used := map[string]bool{}
+	for _, t := range expr.Variables() {
+		if t.RootName() == rootData && len(t) > 1 {
+			used[stepName(t[1])] = true
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	// The feeders stay in declaration order, whatever the order of use.
+	var feeders []*Feeder
+	for _, f := range l.test.Feeders {
+		if used[f.Name] || slices.Contains(r.feeders, f) {
+			feeders = append(feeders, f)
+		}
+	}
+	r.feeders = feeders
+}
+
+// decodeDelivery decodes a request's delivery attribute, { key, id }: the
+// core records each successful call's id under its key in the run's
+// ledger, so that subscribers to the key can count what they missed.
+func (l *loader) decodeDelivery(r *Request, attr *hcl.Attribute, sample *hcl.EvalContext) hcl.Diagnostics {
+	if attr == nil {
+		return nil
+	}
+	if d := l.checkRequestReferences(r, attr.Expr); d.HasErrors() {
+		return d
+	}
+	dynamic := r.isDynamicIn(attr.Expr)
+	ctx := r.base
+	if dynamic {
+		ctx = sample
+	}
+	v, diags := attr.Expr.Value(ctx)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return diags
+	}
+	d, err := deliveryFromValue(v)
+	if err != nil {
+		return append(diags, errorDiag(attr.Expr.Range(), "Invalid delivery", "%s.", err))
+	}
+	x := &r.extra
+	x.deliveryDecl = attr.Expr.Range()
+	if dynamic {
+		x.delivery = attr.Expr
+		l.noteDynamic(r, attr.Expr)
+	} else {
+		x.deliveryStatic = d
+	}
+	return diags
+}
+
+// deliveryFromValue reads a delivery object.
+func deliveryFromValue(v cty.Value) (Delivery, error) {
+	const form = `delivery is an object with a key and an id, such as delivery = { key = "user-${let.uid}", id = "${vu.id}-${vu.iteration}" }`
+	v, _ = v.UnmarkDeep()
+	if v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
+		return Delivery{}, fmt.Errorf("%s; got %s", form, friendlyValue(v))
+	}
+	d := Delivery{Set: true}
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		name := k.AsString()
+		if !slices.Contains(deliveryAttributes, name) {
+			return Delivery{}, fmt.Errorf("delivery has no attribute %q.%s It has \"key\" and \"id\"", name, didYouMean(name, deliveryAttributes))
+		}
+		s, err := convert.Convert(e, cty.String)
+		if err != nil || s.IsNull() || s.AsString() == "" {
+			return Delivery{}, fmt.Errorf("delivery's %s must be a non-empty string; got %s", name, friendlyValue(e))
+		}
+		if name == "key" {
+			d.Key = s.AsString()
+		} else {
+			d.ID = s.AsString()
+		}
+	}
+	if d.Key == "" || d.ID == "" {
+		return Delivery{}, fmt.Errorf("%s; both are required", form)
+	}
+	return d, nil
+}
+
+// RequestValidator is an optional ability of a protocol: it checks a
+// request's values at load, so that a value such as a malformed duration
+// is reported with the attribute's place before any load is sent. Dynamic
+// attributes are checked with the values of the first iteration. attr
+// names the attribute at fault, as in the protocol's RequestSpec.
+type RequestValidator interface {
+	ValidateRequest(request cty.Value) (attr string, err error)
+}
+
+// validateRequest asks r's protocol, when it can, to check r's values.
+func (l *loader) validateRequest(r *Request, content *hcl.BodyContent, sample *hcl.EvalContext) hcl.Diagnostics {
+	p, ok := l.opts.Protocols.Lookup(r.Protocol)
+	if !ok {
+		return nil
+	}
+	v, ok := p.(RequestValidator)
+	if !ok {
+		return nil
+	}
+	attrs := make(map[string]cty.Value, len(r.types))
+	maps.Copy(attrs, r.static)
+	for key, expr := range r.dynamic {
+		val, d := expr.Value(sample)
+		if d.HasErrors() || !val.IsWhollyKnown() {
+			return nil // reported when the attribute was decoded
+		}
+		if cv, err := convert.Convert(val, r.types[key]); err == nil {
+			val = cv
+		}
+		attrs[key] = val
+	}
+	name, err := v.ValidateRequest(cty.ObjectVal(attrs))
+	if err == nil {
+		return nil
+	}
+	rng := r.DeclRange
+	if a := content.Attributes[name]; a != nil {
+		rng = a.Expr.Range()
+	}
+	return hcl.Diagnostics{errorDiag(rng, "Invalid "+name, "%s", capitalize(err.Error())+".")}
 }
 
 // requestSchema returns the schema of a request to a protocol: the core
@@ -177,7 +410,7 @@ func requestSchema(spec hcldec.ObjectSpec) (*hcl.BodySchema, []specAttr) {
 	}
 	sort.Strings(keys)
 	var attrs []specAttr
-	used := map[string]bool{requestTarget: true, requestWeight: true}
+	used := map[string]bool{requestTarget: true, requestWeight: true, requestLet: true, requestDelivery: true}
 	for _, k := range keys {
 		as, ok := spec[k].(*hcldec.AttrSpec)
 		if !ok || as == nil || used[as.Name] {
@@ -276,7 +509,6 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 	var diags hcl.Diagnostics
 	r.types = make(map[string]cty.Type, len(attrs))
 	r.static = make(map[string]cty.Value, len(attrs))
-	used := map[string]bool{} // the data blocks of the dynamic attributes
 	for _, sa := range attrs {
 		r.types[sa.key] = sa.spec.Type
 		r.static[sa.key] = cty.NullVal(sa.spec.Type)
@@ -284,12 +516,12 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 		if attr == nil {
 			continue
 		}
-		if d := l.checkRequestReferences(attr.Expr); d.HasErrors() {
+		if d := l.checkRequestReferences(r, attr.Expr); d.HasErrors() {
 			diags = append(diags, d...)
 			continue
 		}
-		dynamic := isDynamic(attr.Expr)
-		ctx := l.base
+		dynamic := r.isDynamicIn(attr.Expr)
+		ctx := r.base
 		if dynamic {
 			ctx = sample
 		}
@@ -308,12 +540,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 				r.dynamic = map[string]hcl.Expression{}
 			}
 			r.dynamic[sa.key] = attr.Expr
-			r.usesVU = r.usesVU || usesRoot(attr.Expr, rootVU)
-			for _, t := range attr.Expr.Variables() {
-				if t.RootName() == rootData && len(t) > 1 {
-					used[stepName(t[1])] = true
-				}
-			}
+			l.noteDynamic(r, attr.Expr)
 			delete(r.static, sa.key)
 		} else {
 			r.static[sa.key] = v
@@ -322,17 +549,12 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 	if len(r.dynamic) == 0 {
 		r.value = cty.ObjectVal(r.static)
 	}
-	for _, f := range l.test.Feeders {
-		if used[f.Name] {
-			r.feeders = append(r.feeders, f)
-		}
-	}
 	return diags
 }
 
 // checkRequestReferences reports references to per-iteration values that
 // do not exist. hcl would report them too, but without saying what exists.
-func (l *loader) checkRequestReferences(expr hcl.Expression) hcl.Diagnostics {
+func (l *loader) checkRequestReferences(r *Request, expr hcl.Expression) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, t := range expr.Variables() {
 		var valid []string
@@ -341,6 +563,14 @@ func (l *loader) checkRequestReferences(expr hcl.Expression) hcl.Diagnostics {
 			valid = vuAttributes
 		case rootScenario:
 			valid = scenarioAttributes
+		case rootLet:
+			if r.extra.let == nil {
+				diags = append(diags, errorDiag(t.SourceRange(), "No let in this request",
+					"%s refers to the request's let values, but request %q has no let attribute. Add one, such as let = { uid = random_int(1, 5) }.",
+					traversalString(t), r.Name))
+				continue
+			}
+			valid = r.extra.letNames
 		case rootData:
 			if d := l.checkDataReference(t); d != nil {
 				diags = append(diags, d)
@@ -435,8 +665,16 @@ func (r *Request) Dynamic() bool { return len(r.dynamic) > 0 }
 // without allocating. A request that uses data needs it.Data to hold a row
 // of each of its Feeders. Value is safe for concurrent use.
 func (r *Request) Value(it Iteration) (cty.Value, hcl.Diagnostics) {
-	if len(r.dynamic) == 0 {
-		return r.value, nil
+	v, _, diags := r.Eval(it)
+	return v, diags
+}
+
+// Eval returns what Value returns, plus the call's delivery: its let is
+// evaluated once and shared by both. Eval is safe for concurrent use.
+func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
+	x := &r.extra
+	if len(r.dynamic) == 0 && x.delivery == nil {
+		return r.value, x.deliveryStatic, nil
 	}
 	scenario := r.scenarioVal
 	if it.Scenario != "" && it.Scenario != r.scenario {
@@ -459,33 +697,56 @@ func (r *Request) Value(it Iteration) (cty.Value, hcl.Diagnostics) {
 			}
 		}
 		if diags.HasErrors() {
-			return cty.NilVal, diags
+			return cty.NilVal, Delivery{}, diags
 		}
 		ctx.Variables[rootData] = cty.ObjectVal(it.Data)
 	}
-	attrs := make(map[string]cty.Value, len(r.types))
-	maps.Copy(attrs, r.static)
-	for key, expr := range r.dynamic {
-		v, d := expr.Value(ctx)
-		diags = append(diags, d...)
+	if x.letDynamic && x.hasLetReference {
+		// let is evaluated without let in scope: it cannot refer to itself.
+		v, d := x.let.Value(ctx)
 		if d.HasErrors() {
-			continue
+			return cty.NilVal, Delivery{}, append(diags, d...)
 		}
-		if ty := r.types[key]; !v.Type().Equals(ty) && ty != cty.DynamicPseudoType {
-			cv, err := convert.Convert(v, ty)
-			if err != nil {
-				diags = append(diags, errorDiag(expr.Range(), "Incorrect attribute value type",
-					"Inappropriate value for attribute %q of request %q: %s.", key, r.Name, err))
+		ctx.Variables[rootLet] = v
+	}
+	value := r.value
+	if len(r.dynamic) > 0 {
+		attrs := make(map[string]cty.Value, len(r.types))
+		maps.Copy(attrs, r.static)
+		for key, expr := range r.dynamic {
+			v, d := expr.Value(ctx)
+			diags = append(diags, d...)
+			if d.HasErrors() {
 				continue
 			}
-			v = cv
+			if ty := r.types[key]; !v.Type().Equals(ty) && ty != cty.DynamicPseudoType {
+				cv, err := convert.Convert(v, ty)
+				if err != nil {
+					diags = append(diags, errorDiag(expr.Range(), "Incorrect attribute value type",
+						"Inappropriate value for attribute %q of request %q: %s.", key, r.Name, err))
+					continue
+				}
+				v = cv
+			}
+			attrs[key] = v
 		}
-		attrs[key] = v
+		value = cty.ObjectVal(attrs)
+	}
+	delivery := x.deliveryStatic
+	if x.delivery != nil {
+		v, d := x.delivery.Value(ctx)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			var err error
+			if delivery, err = deliveryFromValue(v); err != nil {
+				diags = append(diags, errorDiag(x.deliveryDecl, "Invalid delivery", "%s.", err))
+			}
+		}
 	}
 	if diags.HasErrors() {
-		return cty.NilVal, diags
+		return cty.NilVal, Delivery{}, diags
 	}
-	return cty.ObjectVal(attrs), diags
+	return value, delivery, diags
 }
 
 // NewStaticRequest returns a request whose attributes are the fixed object

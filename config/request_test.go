@@ -152,3 +152,77 @@ func BenchmarkRequestValue(b *testing.B) {
 		})
 	}
 }
+
+// TestLetIsSharedByAttributes checks that let is evaluated once per call
+// and that every attribute, delivery included, sees the same value.
+func TestLetIsSharedByAttributes(t *testing.T) {
+	test := mustParse(t, oneRequest(`
+    let      = { uid = random_int(1, 1000000), tag = "t-${vu.id}" }
+    path     = "/users/${let.uid}"
+    json     = { userId = let.uid, tag = let.tag, sentAt = unix_micros() }
+    delivery = { key = "user-${let.uid}", id = "${scenario.name}-${vu.id}-${vu.iteration}" }
+`), testOptions())
+	r := test.Scenarios[0].Requests[0]
+	for i := range 50 {
+		v, d, diags := r.Eval(Iteration{VU: 7, Iteration: uint64(i), Scenario: "browse"})
+		if diags.HasErrors() {
+			t.Fatal(diags)
+		}
+		uid := v.GetAttr("json").GetAttr("userId").AsBigFloat().Text('f', 0)
+		if got := v.GetAttr("path").AsString(); got != "/users/"+uid {
+			t.Fatalf("path = %q, json userId = %s: let evaluated twice", got, uid)
+		}
+		if want := (Delivery{Set: true, Key: "user-" + uid, ID: "browse-7-" + strconv.Itoa(i)}); d != want {
+			t.Fatalf("delivery = %+v, want %+v", d, want)
+		}
+		if tag := v.GetAttr("json").GetAttr("tag").AsString(); tag != "t-7" {
+			t.Fatalf("tag = %q", tag)
+		}
+	}
+}
+
+func TestStaticLetAndDelivery(t *testing.T) {
+	test := mustParse(t, oneRequest(`
+    let      = { user = "u1" }
+    path     = "/${let.user}"
+    delivery = { key = let.user, id = 42 }
+`), testOptions())
+	r := test.Scenarios[0].Requests[0]
+	if r.Dynamic() {
+		t.Error("a request with a static let is dynamic")
+	}
+	v, d, diags := r.Eval(Iteration{VU: 1})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if v.GetAttr("path").AsString() != "/u1" || d != (Delivery{Set: true, Key: "u1", ID: "42"}) {
+		t.Errorf("path %#v, delivery %+v", v.GetAttr("path"), d)
+	}
+	plain := mustParse(t, oneRequest(`path = "/"`), testOptions()).Scenarios[0].Requests[0]
+	if _, d, _ := plain.Eval(Iteration{VU: 1}); d.Set {
+		t.Errorf("request without delivery has %+v", d)
+	}
+}
+
+func TestLetAndDeliveryErrors(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"let is not an object", `let = 5`, "let must be an object"},
+		{"let uses let", `let = { a = 1, b = let.a }`, "let cannot use let"},
+		{"unknown let value", "let = { uid = 1 }\npath = \"/${let.user}\"", `let has no attribute "user"`},
+		{"no let", `path = "/${let.uid}"`, "has no let attribute"},
+		{"delivery without id", `delivery = { key = "k" }`, "both are required"},
+		{"delivery unknown attribute", `delivery = { key = "k", id = "i", ky = "x" }`, `delivery has no attribute "ky"`},
+		{"delivery empty key", `delivery = { key = "", id = "i" }`, "key must be a non-empty string"},
+		{"delivery not an object", `delivery = "k"`, "delivery is an object with a key and an id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			test, diags := parseString(t, oneRequest(tc.body), testOptions())
+			if !diags.HasErrors() {
+				t.Fatal("no error")
+			}
+			if got := render(t, test, diags); !strings.Contains(got, tc.want) {
+				t.Errorf("diagnostics do not say %q:\n%s", tc.want, got)
+			}
+		})
+	}
+}

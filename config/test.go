@@ -197,10 +197,11 @@ type Request struct {
 	base    *hcl.EvalContext          // var, local and functions
 	value   cty.Value                 // the whole object when there is nothing dynamic
 
-	scenario    string    // the scenario's name
-	scenarioVal cty.Value // scenario = { name } for Value, built once
-	usesVU      bool      // a dynamic attribute uses vu; Value skips building it otherwise
-	feeders     []*Feeder // the data blocks the dynamic attributes use
+	scenario    string        // the scenario's name
+	scenarioVal cty.Value     // scenario = { name } for Value, built once
+	usesVU      bool          // a dynamic attribute uses vu; Value skips building it otherwise
+	feeders     []*Feeder     // the data blocks the dynamic attributes use
+	extra       requestExtras // let and delivery; see request.go
 }
 
 // Iteration carries the per-iteration values an expression may use.
