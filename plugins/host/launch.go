@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/internal/sched"
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
@@ -123,6 +124,9 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		}
 	}
 
+	// Before the first child starts, so the plugin inherits the policy and
+	// then restores its own (sdk.Serve does): see package sched.
+	sched.Yield()
 	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
 	p.cmd = exec.Command(spec.Path, spec.Args...)
 	p.cmd.Env = spec.Env
