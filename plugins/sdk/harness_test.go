@@ -356,6 +356,59 @@ func TestServerMalformedCall(t *testing.T) {
 	}
 }
 
+// TestServerDuplicateCallID: a second call with the id of one in flight
+// fails alone; the first call is neither cancelled nor lost.
+func TestServerDuplicateCallID(t *testing.T) {
+	release := make(chan struct{})
+	h, _, _ := open(t, RemoteOptions{}, func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+		select {
+		case <-release:
+			okSample(emit)
+		case <-ctx.Done():
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+		}
+	})
+	pc := proto.NewProtocolClient(h.conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, _ := encodeValue(testTarget, hcldec.ImpliedType(fakeInfo.TargetSpec))
+	opened, err := pc.Open(ctx, &proto.OpenRequest{TargetMsgpack: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := pc.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := encodeValue(request("/a"), hcldec.ImpliedType(fakeInfo.RequestSpec))
+	call := &proto.Call{Id: 7, RequestMsgpack: req}
+	if err := stream.Send(&proto.CallBatch{ClientId: opened.ClientId, Calls: []*proto.Call{call}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&proto.CallBatch{Calls: []*proto.Call{call}}); err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for dones := 0; dones < 2; {
+		sb, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sb.Samples {
+			errs = append(errs, s.Error)
+		}
+		for range sb.Done {
+			dones++
+			if dones == 1 {
+				close(release) // the duplicate failed; now let the first end
+			}
+		}
+	}
+	if len(errs) != 2 || errs[0] != string(protocols.ErrProtocol) || errs[1] != "" {
+		t.Errorf("errors = %q, want the duplicate's %q, then the first call's success", errs, protocols.ErrProtocol)
+	}
+}
+
 func TestHarnessStreamBreaks(t *testing.T) {
 	started := make(chan struct{}, 4)
 	h, c, _ := open(t, RemoteOptions{Name: "mqtt", Stderr: func() []string { return []string{"panic: oops", "goroutine 1"} }},

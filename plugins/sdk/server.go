@@ -202,13 +202,16 @@ func (r *run) handle(b *proto.CallBatch) {
 }
 
 // callState is one call's emit; pooled with its bound emit func so a
-// call costs no closure allocation.
+// call costs no closure allocation. Its samples stay with it until the
+// call finishes, so emit takes no lock.
 type callState struct {
 	r          *run
 	id         uint64
 	keepBody   bool
 	sawRequest bool
 	emitFn     func(protocols.Sample)
+	samples    []*proto.Sample // emitted, handed to the sender at finish
+	spare      []*proto.Sample // sent ones, for reuse without a lock
 }
 
 var callStates = sync.Pool{New: func() any {
@@ -265,23 +268,15 @@ type job struct {
 	call protocols.Call
 }
 
-// workerIdle is how long a worker waits for another call before it exits,
-// so a run that ramped down does not keep its peak of goroutines.
-const workerIdle = 5 * time.Second
-
-// work runs j, then the calls handed to it, until it has been idle for
-// workerIdle or the run ends.
+// work runs j, then the calls handed to it, until the run ends. Workers
+// are not retired when idle: there are never more than the most calls in
+// flight at once, which is the VUs the host ran at its peak, and an idle
+// timer reset on every call cost more than the parked goroutines.
 func (r *run) work(j job) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
 	for {
 		r.do(j.ctx, j.id, j.call)
-		j = job{}
-		idle.Reset(workerIdle)
 		select {
 		case j = <-r.jobs:
-		case <-idle.C:
-			return
 		case <-r.ctx.Done():
 			return
 		}
@@ -324,24 +319,22 @@ func (r *run) do(ctx context.Context, id uint64, call protocols.Call) {
 			// requests by it, so a call must never vanish.
 			cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
 		}
-		r.finish(id)
+		r.finish(cs)
 		cs.r = nil
 		callStates.Put(cs)
 	}()
 	r.client.Do(ctx, call, cs.emitFn)
 }
 
-// emit queues one sample of the call for the sender.
+// emit keeps one sample of the call until the call finishes.
 func (cs *callState) emit(s protocols.Sample) {
 	if s.Metric == protocols.MetricRequest {
 		cs.sawRequest = true
 	}
-	r := cs.r
-	r.mu.Lock()
 	var ps *proto.Sample
-	if n := len(r.free); n > 0 {
-		ps = r.free[n-1]
-		r.free = r.free[:n-1]
+	if n := len(cs.spare); n > 0 {
+		ps = cs.spare[n-1]
+		cs.spare = cs.spare[:n-1]
 	} else {
 		ps = new(proto.Sample)
 	}
@@ -361,28 +354,43 @@ func (cs *callState) emit(s protocols.Sample) {
 	if len(ps.Body) == 0 {
 		ps.Body = nil
 	}
-	r.samples = append(r.samples, ps)
-	r.mu.Unlock()
-	r.signal()
+	cs.samples = append(cs.samples, ps)
 }
+
+// spareSamples is how many sent samples a call state takes back for reuse.
+const spareSamples = 4
 
 // fail reports a call that could not be run.
 func (r *run) fail(id uint64, why string) {
 	fmt.Fprintf(os.Stderr, "hload plugin: call %d: %s\n", id, why)
 	cs := &callState{r: r, id: id}
 	cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
+	// Not finish: a duplicate id names a call still in flight, whose
+	// cancel must stay in r.calls.
 	r.mu.Lock()
+	r.samples = append(r.samples, cs.samples...)
 	r.done = append(r.done, id)
 	r.mu.Unlock()
 	r.signal()
 }
 
-func (r *run) finish(id uint64) {
+// finish hands the call's samples and its end to the sender, in one
+// critical section per call.
+func (r *run) finish(cs *callState) {
 	r.mu.Lock()
-	cancel := r.calls[id]
-	delete(r.calls, id)
-	r.done = append(r.done, id)
+	cancel := r.calls[cs.id]
+	delete(r.calls, cs.id)
+	r.samples = append(r.samples, cs.samples...)
+	r.done = append(r.done, cs.id)
+	if n := len(r.free); n > 0 && len(cs.spare) < spareSamples {
+		take := min(n, spareSamples-len(cs.spare))
+		cs.spare = append(cs.spare, r.free[n-take:]...)
+		clear(r.free[n-take:])
+		r.free = r.free[:n-take]
+	}
 	r.mu.Unlock()
+	clear(cs.samples)
+	cs.samples = cs.samples[:0]
 	if cancel != nil {
 		cancel() // releases the context's resources
 	}
