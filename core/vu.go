@@ -50,6 +50,15 @@ type vu struct {
 	lateness time.Duration
 	// jobs carries planned starts from the open model's pacer.
 	jobs chan time.Time
+
+	// callCtx is the context calls get: the scenario's, plus its ending
+	// channel, built once from parent. ledger is the run's, or nil.
+	parent  context.Context
+	callCtx context.Context
+	ledger  *protocols.Ledger
+	// delivered is whether the current call's request sample reports a
+	// success, so that its delivery id is expected by subscribers.
+	delivered bool
 }
 
 func newVU(id uint64, sc *scenarioRun) *vu {
@@ -82,7 +91,7 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 		}
 		it.Data = v.data
 	}
-	value, diags := req.cfg.Value(it)
+	value, delivery, diags := req.cfg.Eval(it)
 	start := time.Now()
 	v.lateness = 0
 	if !planned.IsZero() {
@@ -101,6 +110,14 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 		if planned.IsZero() {
 			planned = start
 		}
+		ctx = v.context(ctx)
+		var sent protocols.Pending
+		if delivery.Set && v.ledger != nil {
+			// Begin before the call: a subscriber may receive the event
+			// before the sender sees its response.
+			sent = v.ledger.Begin(delivery.Key, delivery.ID)
+		}
+		v.delivered = false
 		req.client.Do(ctx, protocols.Call{
 			VU:        v.id,
 			Iteration: v.iteration,
@@ -108,10 +125,24 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 			Request:   value,
 			KeepBody:  req.keepBody,
 		}, v.emitFn)
+		sent.Done(v.delivered)
 	}
 	v.iteration++
 	sc.iterations.Add(1)
 	return true
+}
+
+// context returns the context of the VU's calls: the scenario's call
+// context, which also carries the run's ledger, plus the scenario's ending
+// channel, so that a call holding a stream until the scenario ends can
+// end then. It is built once per scenario context, not per call.
+func (v *vu) context(parent context.Context) context.Context {
+	if parent != v.parent {
+		v.parent = parent
+		v.callCtx = protocols.WithEnding(parent, v.sc.ending)
+		v.ledger = protocols.LedgerFrom(parent)
+	}
+	return v.callCtx
 }
 
 // errEval marks a request whose expressions failed to evaluate.
@@ -130,6 +161,9 @@ func (v *vu) emit(s protocols.Sample) {
 	if s.Metric != protocols.MetricRequest {
 		return
 	}
+	// A send counts as delivered to the server when the call got through
+	// and the server did not refuse it (HTTP 4xx and 5xx).
+	v.delivered = s.Error == protocols.ErrNone && (s.Status == 0 || s.Status < 400)
 	if checks := req.cfg.Checks; len(checks) > 0 && s.Error == protocols.ErrNone {
 		passed, failed := 0, 0
 		for i := range checks {
