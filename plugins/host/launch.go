@@ -124,8 +124,8 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		}
 	}
 
-	// Before the first child starts, so the plugin inherits the policy and
-	// then restores its own (sdk.Serve does): see package sched.
+	// Before the child starts, so that it inherits the policy: see package
+	// sched.
 	sched.Yield()
 	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
 	p.cmd = exec.Command(spec.Path, spec.Args...)

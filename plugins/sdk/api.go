@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/hload/hload/plugins/internal/sched"
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
 )
@@ -48,10 +47,6 @@ func PluginSets(impl protocols.Protocol) map[int]plugin.PluginSet {
 // Serve runs impl as a plugin. It is a plugin binary's whole main.
 // go-plugin sets up mutual TLS on its own when the host asks for AutoMTLS.
 func Serve(impl protocols.Protocol) {
-	// The host runs under SCHED_BATCH, which this process inherited; a
-	// plugin keeps the default policy so that it wakes at once when a
-	// response arrives. See package sched.
-	sched.Normal()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake(),
 		VersionedPlugins: PluginSets(impl),

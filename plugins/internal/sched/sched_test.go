@@ -5,13 +5,13 @@ import (
 	"testing"
 )
 
-// TestYieldAndNormal: after Yield every thread, including one started
-// afterwards, runs under SCHED_BATCH; Normal restores the default.
-func TestYieldAndNormal(t *testing.T) {
+// TestYield: after Yield every thread, including one started afterwards,
+// runs under SCHED_BATCH.
+func TestYield(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("scheduling policies are set on Linux only")
 	}
-	t.Cleanup(func() { Normal() })
+	t.Cleanup(func() { setPolicy(policyNormal) })
 	if err := Yield(); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestYieldAndNormal(t *testing.T) {
 		}
 	}
 	check(policyBatch)
-	if err := Normal(); err != nil {
+	if err := setPolicy(policyNormal); err != nil {
 		t.Fatal(err)
 	}
 	check(policyNormal)
