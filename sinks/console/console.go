@@ -44,6 +44,7 @@ type progress struct {
 	p95     float64
 	dropped int64
 	vus     int
+	gauges  map[string]int64 // the last snapshot's
 	elapsed time.Duration
 	seen    bool
 }
@@ -115,6 +116,7 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 	for _, n := range snap.Dropped {
 		w.dropped += n
 	}
+	w.gauges = snap.Gauges
 	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval {
 		return nil
 	}
@@ -126,7 +128,8 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 }
 
 // progressLine renders e.g.
-// "[  12s] vus 40  rps 812  err 0.1%  p95 23.4ms  dropped 0".
+// "[  12s] vus 40  rps 812  err 0.1%  p95 23.4ms  dropped 0", followed by
+// the protocols' gauges, such as "  sse_open_streams 200".
 func progressLine(p *progress) string {
 	rps := 0.0
 	if p.length > 0 {
@@ -136,8 +139,12 @@ func progressLine(p *progress) string {
 	if p.count > 0 {
 		errPct = 100 * float64(p.errors) / float64(p.count)
 	}
-	return fmt.Sprintf("[%5s] vus %d  rps %.0f  err %s%%  p95 %sms  dropped %d\n",
+	line := fmt.Sprintf("[%5s] vus %d  rps %.0f  err %s%%  p95 %sms  dropped %d",
 		p.elapsed.Round(time.Second), p.vus, rps, formatPercent(errPct), formatMs(p.p95), p.dropped)
+	for _, n := range sortedKeys(p.gauges) {
+		line += fmt.Sprintf("  %s %d", n, p.gauges[n])
+	}
+	return line + "\n"
 }
 
 // Close prints the summary, even when Quiet. It prints it once, however

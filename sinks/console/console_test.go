@@ -74,7 +74,8 @@ func sampleSummary() metrics.Summary {
 		Metrics: map[string]metrics.MetricFigures{
 			"sse_delivery": {Count: 29_747, LatencyFigures: metrics.LatencyFigures{Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115}},
 		},
-		Warnings: []string{`scenario "browse", request "main": path failed to evaluate in 3 iterations`},
+		GaugesMax: map[string]int64{"sse_open_streams": 200},
+		Warnings:  []string{`scenario "browse", request "main": path failed to evaluate in 3 iterations`},
 		Thresholds: []metrics.ThresholdResult{
 			{Metric: "latency", Request: "product detail", Condition: "p95 < 200ms", Value: 25, Passed: true},
 			{Metric: "errors", Scenario: "notify", Condition: "rate < 0.01", Value: 1203.0 / 29_950, Passed: false, Abort: false},
@@ -220,8 +221,14 @@ func TestProgress(t *testing.T) {
 	if err := s.Write(snapshot(12*time.Second, 406, 1, 23.4, 12)); err != nil {
 		t.Fatal(err)
 	}
+	withGauges := snapshot(13*time.Second, 400, 0, 5)
+	withGauges.Gauges = map[string]int64{"sse_open_streams": 200, "amqp_channels": 4}
+	if err := s.Write(withGauges); err != nil {
+		t.Fatal(err)
+	}
 	want := "hload 0.1.0 run run-7f3a: scenario browse (ramping-vus, closed model); scenario notify (constant-arrival-rate, open model)\n" +
-		"[  12s] vus 40  rps 812  err 0.25%  p95 23.4ms  dropped 1\n"
+		"[  12s] vus 40  rps 812  err 0.25%  p95 23.4ms  dropped 1\n" +
+		"[  13s] vus 40  rps 400  err 0%  p95 5.00ms  dropped 1  amqp_channels 4  sse_open_streams 200\n"
 	if buf.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", buf.String(), want)
 	}

@@ -34,6 +34,7 @@ func WriteSummary(w io.Writer, sum metrics.Summary, noColor bool) error {
 		p.scenario(name, sum.Scenarios[name], sum.DurationS)
 	}
 	p.metrics(sum.Metrics)
+	p.gauges(sum.GaugesMax)
 	p.warnings(sum.Warnings)
 	p.thresholds(sum.Thresholds)
 	p.verdict(&sum)
@@ -211,6 +212,19 @@ func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
 			formatMs(m.P95), formatMs(m.P99), formatMs(m.Max))
 	}
 	tw.Flush()
+}
+
+// gauges prints the peak of each level a protocol held, such as open SSE
+// streams, on one line.
+func (p *printer) gauges(peaks map[string]int64) {
+	if len(peaks) == 0 {
+		return
+	}
+	p.printf("\npeaks\n ")
+	for _, n := range sortedKeys(peaks) {
+		p.printf(" %s %d", n, peaks[n])
+	}
+	p.printf("\n")
 }
 
 // warnings prints the problems that did not stop the run, such as
