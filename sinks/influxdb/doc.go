@@ -24,7 +24,7 @@
 // in-memory queue; one goroutine writes batches with the client's blocking
 // write API. When a write fails for a network error, a timeout, 408, 429
 // or 5xx, the batch is retried with exponential backoff (250 ms doubling
-// to 5 s, or the server's Retry-After) while the queue keeps accepting
+// to 2 s, or the server's Retry-After) while the queue keeps accepting
 // points up to "buffer". A point that would exceed the bound is dropped:
 // counted, and warned about at the first drop and at the end. Other 4xx
 // answers (bad data, no such bucket, no permission) are counted as
@@ -35,7 +35,9 @@
 //
 // adding ", N rejected by InfluxDB" or ", N unsent" when not zero, in which
 // case Close returns an error. Each point is counted once: retried counts
-// the points that needed more than one attempt.
+// the written points that had been in a failed write before. A batch being
+// retried takes in the points that arrived meanwhile (up to batch_size),
+// so after an outage most of the backlog counts as retried.
 //
 // Start pings InfluxDB and writes the run's first point, within 5 s. A
 // failure is an error naming the URL and bucket, so the run does not

@@ -52,7 +52,7 @@ type queue struct {
 // Counts are the sink's end-of-run figures, in points.
 type Counts struct {
 	Written  int64 // confirmed by InfluxDB
-	Retried  int64 // needed more than one attempt (each point counted once)
+	Retried  int64 // among Written, those that had failed an attempt before (each point counted once)
 	Dropped  int64 // refused because the buffer was full; never accepted
 	Rejected int64 // refused by InfluxDB as invalid (4xx); not retried
 	Unsent   int64 // still buffered when Close gave up waiting for InfluxDB
@@ -127,6 +127,25 @@ func (q *queue) take() (c *chunk, closed bool) {
 	return c, q.closed
 }
 
+// topUp moves waiting batches into c while the result stays within the
+// batch size, so that a batch being retried carries the points that
+// arrived meanwhile: after an outage the backlog goes out in few writes.
+func (q *queue) topUp(c *chunk) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.chunks) > 0 && c.n+q.chunks[0].n <= q.batch {
+		next := q.chunks[0]
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		c.buf = append(c.buf, next.buf...)
+		c.n += next.n
+		next.buf, next.n = next.buf[:0], 0
+		if len(q.free) < 4 {
+			q.free = append(q.free, next)
+		}
+	}
+}
+
 // outcome is what became of a batch.
 type outcome int
 
@@ -136,8 +155,9 @@ const (
 	unsent
 )
 
-// settle records what became of a taken batch and recycles it.
-func (q *queue) settle(c *chunk, o outcome, retried bool) {
+// settle records what became of a taken batch and recycles it; retried
+// of its points had failed an attempt before.
+func (q *queue) settle(c *chunk, o outcome, retried int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := int64(c.n)
@@ -150,8 +170,8 @@ func (q *queue) settle(c *chunk, o outcome, retried bool) {
 	case unsent:
 		q.counts.Unsent += n
 	}
-	if retried {
-		q.counts.Retried += n
+	if o == written {
+		q.counts.Retried += int64(retried)
 	}
 	// Very large batches (raw points at a high rate) are not kept, so
 	// a burst does not pin its memory for the rest of the run.
@@ -180,7 +200,7 @@ func (q *queue) snapshot() (Counts, int) {
 // and a recovered server is noticed within retryMax.
 const (
 	retryFirst = 250 * time.Millisecond
-	retryMax   = 5 * time.Second
+	retryMax   = 2 * time.Second
 	// flushEvery bounds how long a partial batch waits (raw points only:
 	// every interval's points wake the sender themselves).
 	flushEvery = time.Second
@@ -232,25 +252,29 @@ func (s *sender) run() {
 // gives up. While it retries, producers keep filling the queue up to its
 // bound.
 func (s *sender) send(c *chunk) {
-	body := string(c.buf)
 	var failingSince time.Time
+	failed := 0 // the first failed points of c have failed an attempt
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			s.q.topUp(c)
+		}
 		ctx, cancel := context.WithTimeout(s.abort, s.timeout)
-		err := s.w.WriteRecord(ctx, body)
+		err := s.w.WriteRecord(ctx, string(c.buf))
 		cancel()
 		if err == nil {
-			s.q.settle(c, written, attempt > 0)
+			s.q.settle(c, written, failed)
 			if attempt > 0 {
 				s.events(sendEvent{kind: "recovered", duration: time.Since(failingSince)})
 			}
 			return
 		}
+		failed = c.n
 		if s.abort.Err() != nil {
-			s.q.settle(c, unsent, attempt > 0)
+			s.q.settle(c, unsent, failed)
 			return
 		}
 		if permanent(err) {
-			s.q.settle(c, rejected, attempt > 0)
+			s.q.settle(c, rejected, failed)
 			s.events(sendEvent{kind: "rejected", err: err, points: c.n})
 			return
 		}
