@@ -681,3 +681,35 @@ sink "influxdb" {
 		t.Fatalf("required = false: Run error = %v, want one reporting the unsent points", r.err)
 	}
 }
+
+// TestExampleFileLoads keeps examples/influxdb.hcl valid: it loads with
+// the sink's schema, and its block is one New accepts.
+func TestExampleFileLoads(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "influxdb.hcl")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"INFLUX_URL": "http://127.0.0.1:8086", "INFLUX_TOKEN": "t", "INFLUX_BUCKET": "hload"}
+	test, diags := config.Parse(map[string][]byte{path: src}, filepath.Dir(path), config.Options{
+		Protocols: protocols.NewRegistry(hloadhttp.New()),
+		Sinks:     map[string]hcldec.ObjectSpec{"influxdb": influxdb.Spec(), "csv": csvsink.Spec()},
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		DemoURL:   func() (string, error) { return "http://127.0.0.1:1", nil },
+	})
+	if diags.HasErrors() {
+		t.Fatalf("%s: %s", path, diags.Error())
+	}
+	found := false
+	for _, s := range test.Sinks {
+		if s.Type == "influxdb" {
+			found = true
+			if _, err := influxdb.New(s.Config, influxdb.Options{}); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no influxdb sink", path)
+	}
+}
