@@ -426,3 +426,36 @@ func TestUnreachableAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestRawPointsFromManyGoroutines: with raw = true, every call from every
+// goroutine becomes one hload_raw point, and none is lost.
+func TestRawPointsFromManyGoroutines(t *testing.T) {
+	f := newFakeInflux(t)
+	var log syncBuffer
+	s := sinkFor(t, f.URL, map[string]cty.Value{"raw": cty.True, "batch_size": cty.NumberIntVal(100)}, &log)
+	if !s.RawEnabled() {
+		t.Fatal("RawEnabled is false with raw = true")
+	}
+	if err := s.Start(context.Background(), metrics.RunInfo{RunID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				s.WriteRaw(metrics.RawRecord{Time: time.Now(), Scenario: "s", Request: "r", VU: uint64(g + 1),
+					Iteration: uint64(i), Status: 200, Latency: time.Millisecond, Error: map[bool]string{true: "timeout"}[i%50 == 0]})
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(metrics.Summary{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count("hload_raw,"); n != 8*500 {
+		t.Fatalf("InfluxDB got %d raw points, want %d", n, 8*500)
+	}
+	if !strings.Contains(log.String(), "raw = true writes one point per request") {
+		t.Errorf("no warning about the volume:\n%s", log.String())
+	}
+}
