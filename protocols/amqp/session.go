@@ -49,25 +49,22 @@ type session struct {
 type channel struct {
 	ch      *amqp.Channel
 	closed  chan *amqp.Error
+	err     *amqp.Error          // what closed held, once read
 	returns chan amqp.Return     // nil for the plain pool, which drains them itself
 	replies <-chan amqp.Delivery // rpc only
 }
 
-// closeError returns the error the channel was closed with, or nil.
+// closeError returns the error the channel was closed with, or nil. Only
+// the call holding the channel calls it.
 func (c *channel) closeError() *amqp.Error {
-	select {
-	case e := <-c.closed:
-		if e != nil {
-			// Put it back for whoever looks next.
-			select {
-			case c.closed <- e:
-			default:
-			}
+	if c.err == nil {
+		select {
+		case e := <-c.closed: // nil once the library closed it
+			c.err = e
+		default:
 		}
-		return e
-	default:
-		return nil
 	}
+	return c.err
 }
 
 // pool lends channels, creating up to its size lazily.
