@@ -113,8 +113,9 @@ type Series struct {
 	next atomic.Uint32 // where the search for a free shard starts
 
 	// The rest is touched only under Aggregator.totalsMu.
-	interval        counters       // the interval being flushed
-	intervalLatency *hdr.Histogram // lazily allocated
+	interval        counters                  // the interval being flushed
+	intervalLatency *hdr.Histogram            // lazily allocated
+	intervalMetrics map[string]*hdr.Histogram // other metrics, lazily allocated
 	total           counters
 	totalLatency    *hdr.Histogram            // lazily allocated
 	totalMetrics    map[string]*hdr.Histogram // other metrics, lazily allocated
@@ -216,15 +217,22 @@ func (a *Aggregator) Flush(start, end time.Time) []SeriesFigures {
 			Request:        s.request,
 			RequestFigures: requestFigures(&s.interval, s.intervalLatency, seconds),
 		}
+		for name, h := range s.intervalMetrics {
+			if h.TotalCount() == 0 {
+				continue
+			}
+			if out[i].Metrics == nil {
+				out[i].Metrics = make(map[string]MetricFigures, len(s.intervalMetrics))
+			}
+			out[i].Metrics[name] = metricFigures(h)
+		}
 		s.fold()
 	}
 	return out
 }
 
 // collect moves every shard's interval data into the series' interval
-// accumulators (other metrics go straight to the totals, as no interval
-// figure reads them) and resets the shards for reuse. The caller holds
-// totalsMu.
+// accumulators and resets the shards for reuse. The caller holds totalsMu.
 func (s *Series) collect() {
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -241,19 +249,25 @@ func (s *Series) collect() {
 			if h.TotalCount() == 0 {
 				continue
 			}
-			t := s.totalMetrics[name]
-			if t == nil {
-				if s.totalMetrics == nil {
-					s.totalMetrics = make(map[string]*hdr.Histogram)
-				}
-				t = newHistogram()
-				s.totalMetrics[name] = t
-			}
-			t.Merge(h)
+			mergeMetric(&s.intervalMetrics, name, h)
 			h.Reset()
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// mergeMetric merges h into the histogram of name in *into, creating the
+// map and the histogram as needed.
+func mergeMetric(into *map[string]*hdr.Histogram, name string, h *hdr.Histogram) {
+	t := (*into)[name]
+	if t == nil {
+		if *into == nil {
+			*into = make(map[string]*hdr.Histogram)
+		}
+		t = newHistogram()
+		(*into)[name] = t
+	}
+	t.Merge(h)
 }
 
 // fold merges the interval accumulators into the totals and resets them for
@@ -266,6 +280,12 @@ func (s *Series) fold() {
 		}
 		s.totalLatency.Merge(s.intervalLatency)
 		s.intervalLatency.Reset()
+	}
+	for name, h := range s.intervalMetrics {
+		if h.TotalCount() > 0 {
+			mergeMetric(&s.totalMetrics, name, h)
+			h.Reset()
+		}
 	}
 }
 

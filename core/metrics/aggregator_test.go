@@ -274,6 +274,35 @@ func TestFlushResetsIntervalKeepsTotals(t *testing.T) {
 	}
 }
 
+// TestFlushCarriesIntervalMetrics: a snapshot holds the protocol metrics
+// of its interval only, and the totals all of them.
+func TestFlushCarriesIntervalMetrics(t *testing.T) {
+	a := NewAggregator()
+	s := a.Series("sc", "rq")
+	perInterval := []int{3, 0, 2}
+	for i, n := range perInterval {
+		for range n {
+			s.Record(protocols.Sample{Metric: "sse_events", Value: time.Duration(i+1) * time.Millisecond})
+		}
+		start := t0.Add(time.Duration(i) * time.Second)
+		f := a.Flush(start, start.Add(time.Second))[0]
+		got, ok := f.Metrics["sse_events"]
+		if n == 0 {
+			if ok {
+				t.Errorf("interval %d: empty metric reported: %+v", i, got)
+			}
+			continue
+		}
+		if got.Count != int64(n) || !near(got.Max, float64(i+1), 0.001) {
+			t.Errorf("interval %d: sse_events = %+v, want count %d, max %d ms", i, got, n, i+1)
+		}
+	}
+	_, mf := a.Totals("", "", 3*time.Second)
+	if mf["sse_events"].Count != 5 || !near(mf["sse_events"].Max, 3, 0.001) {
+		t.Errorf("totals sse_events = %+v, want count 5, max 3 ms", mf["sse_events"])
+	}
+}
+
 func TestFlushListsEverySeriesSorted(t *testing.T) {
 	a := NewAggregator()
 	for _, k := range [][2]string{{"b", "x"}, {"a", "z"}, {"b", "a"}, {"a", "b"}} {

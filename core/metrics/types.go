@@ -66,8 +66,9 @@ type RequestFigures struct {
 	Status        map[string]int64 `json:"status"`         // "200" -> count; never nil
 	ErrorsByKind  map[string]int64 `json:"errors_by_kind"` // "timeout" -> count; never nil
 	Checks        ChecksFigures    `json:"checks"`
-	// Metrics are the request's other metrics over the run, such as ttfb,
-	// or service_time in the open model; set in the summary only.
+	// Metrics are the request's other metrics, such as ttfb, or
+	// service_time in the open model: over the run in the summary, over
+	// the interval in a snapshot (only those with samples in it).
 	Metrics map[string]MetricFigures `json:"metrics,omitempty"`
 }
 
