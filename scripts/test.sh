@@ -15,6 +15,28 @@ fi
 echo "== go vet"
 go vet ./...
 
+echo "== services: RabbitMQ and InfluxDB 1.8.3 on loopback"
+# Real brokers and databases for the AMQP and InfluxDB tests, as users run
+# them. The scripts install or build what is missing (rabbitmq-server from
+# Debian; influxd with go install, cached in ~/.cache/hload), bind to
+# 127.0.0.1 only, and print the exports the tests read. Started side by side,
+# because the first build of influxd takes a while; stopped on any exit.
+services=$(mktemp -d)
+stop_services() {
+	scripts/influxd.sh stop >/dev/null 2>&1 || true
+	scripts/rabbitmq.sh stop >/dev/null 2>&1 || true
+	rm -rf "$services"
+}
+trap stop_services EXIT
+scripts/rabbitmq.sh start >"$services/rabbitmq.env" &
+rabbitmq=$!
+scripts/influxd.sh start >"$services/influxd.env" &
+influxd=$!
+wait "$rabbitmq" || { echo "RabbitMQ did not start"; exit 1; }
+wait "$influxd" || { echo "InfluxDB did not start"; exit 1; }
+. "$services/rabbitmq.env"
+. "$services/influxd.env"
+
 echo "== go test (race detector, short)"
 # -short skips only the slow end-to-end runs, which the next step runs in full.
 go test -race -short -count=1 -timeout 15m ./...

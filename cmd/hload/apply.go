@@ -17,6 +17,7 @@ import (
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/sinks/console"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/influxdb"
 )
 
 func cmdApply(args []string, stdout, stderr io.Writer) error {
@@ -86,14 +87,24 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 
 	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
 	for _, s := range test.Sinks {
+		var sk core.Sink
+		var err error
 		switch s.Type {
 		case "csv":
-			sk, err := csv.New(s.Config, "")
-			if err != nil {
-				return &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
+			sk, err = csv.New(s.Config, "")
+		case "influxdb":
+			segTag := ""
+			if seg.Count > 1 {
+				segTag = seg.String()
 			}
-			sinks = append(sinks, sk)
+			sk, err = influxdb.New(s.Config, influxdb.Options{Log: stderr, Segment: segTag})
+		default:
+			continue // config knows no other type
 		}
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
+		}
+		sinks = append(sinks, sk)
 	}
 
 	if !startTime.IsZero() {

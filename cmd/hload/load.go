@@ -15,6 +15,7 @@ import (
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/influxdb"
 )
 
 // varFlags collects repeated --var k=v flags.
@@ -66,7 +67,7 @@ func registry() *protocols.Registry {
 }
 
 func sinkSpecs() map[string]hcldec.ObjectSpec {
-	return map[string]hcldec.ObjectSpec{"csv": csv.Spec()}
+	return map[string]hcldec.ObjectSpec{"csv": csv.Spec(), "influxdb": influxdb.Spec()}
 }
 
 // loadTest loads the files and renders any diagnostics to stderr, with
