@@ -3,6 +3,7 @@ package amqp
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -70,7 +71,8 @@ func parseRequest(r cty.Value) (*request, error) {
 		return nil, fmt.Errorf("amqp: request kind %q must be publish, consume or rpc", name)
 	}
 	if r.Type().IsObjectType() {
-		for attr := range r.Type().AttributeTypes() {
+		// Sorted, so that the same mistake gets the same message.
+		for _, attr := range slices.Sorted(maps.Keys(r.Type().AttributeTypes())) {
 			if !protocols.Attr(r, attr).IsNull() && !slices.Contains(kindAttrs[k], attr) {
 				return nil, fmt.Errorf("amqp: request %s does not apply to kind %q; it takes %s", attr, name, strings.Join(kindAttrs[k][1:], ", "))
 			}
