@@ -13,6 +13,7 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/protocols"
+	hloadamqp "github.com/hload/hload/protocols/amqp"
 	hloadhttp "github.com/hload/hload/protocols/http"
 	"github.com/hload/hload/sinks/csv"
 	"github.com/hload/hload/sinks/influxdb"
@@ -63,7 +64,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // registry builds the protocols this binary knows. It is explicit, so
 // tests and plugins can build their own.
 func registry() *protocols.Registry {
-	return protocols.NewRegistry(hloadhttp.New())
+	return protocols.NewRegistry(hloadhttp.New(), hloadamqp.New())
 }
 
 func sinkSpecs() map[string]hcldec.ObjectSpec {

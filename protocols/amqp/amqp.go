@@ -20,6 +20,8 @@ package amqp
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -128,6 +130,28 @@ func New() *Protocol {
 
 // Describe returns the protocol's name, version and schemas.
 func (p *Protocol) Describe() protocols.Info { return p.info }
+
+// ValidateRequest checks a request at load (config.RequestValidator): a
+// kind that does not exist, an attribute its kind does not take or a
+// malformed value is a diagnostic at that attribute before any load is
+// sent, not an error on every call.
+func (p *Protocol) ValidateRequest(r cty.Value) (string, error) {
+	_, err := parseRequest(r)
+	if err == nil {
+		return "", nil
+	}
+	// The messages read "amqp: request <attribute>...": the config's
+	// diagnostic names the protocol and the place already.
+	msg := strings.TrimPrefix(err.Error(), "amqp: ")
+	attr := ""
+	if rest, ok := strings.CutPrefix(msg, "request "); ok {
+		name := rest[:strings.IndexFunc(rest+" ", func(c rune) bool { return c == ' ' || c == '[' || c == ':' })]
+		if _, known := p.info.RequestSpec[name]; known {
+			attr = name
+		}
+	}
+	return attr, errors.New(msg)
+}
 
 // The topology is a list of objects rather than nested blocks because only
 // attributes cross the plugin boundary, and isolate = true runs a built-in
