@@ -153,10 +153,19 @@ func TestPluginListListsHTTP(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
+	// A header, then every built-in, then the plugins found.
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 3 || strings.Fields(lines[1])[0] != "http" || !strings.Contains(lines[1], "built-in") ||
-		!strings.HasPrefix(lines[2], "x ") || !strings.HasSuffix(lines[2], bin) {
-		t.Errorf("plugin list:\n%s", r.stdout)
+	builtins := registry().Names()
+	if len(lines) != 2+len(builtins) {
+		t.Fatalf("plugin list has %d lines, want a header, %d built-ins and x:\n%s", len(lines), len(builtins), r.stdout)
+	}
+	for i, name := range builtins {
+		if f := strings.Fields(lines[1+i]); len(f) != 2 || f[0] != name || f[1] != "built-in" {
+			t.Errorf("line %d = %q, want %s built-in", 2+i, lines[1+i], name)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "x ") || !strings.HasSuffix(last, bin) {
+		t.Errorf("last line = %q, want x and %s", last, bin)
 	}
 }
 
