@@ -1,0 +1,512 @@
+package sse
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	nethttp "net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	r3sse "github.com/r3labs/sse/v2"
+
+	"github.com/hload/hload/protocols"
+)
+
+// Client holds the streams of one SSE target.
+type Client struct {
+	cfg     *targetConfig
+	ledger  *protocols.Ledger // nil when the run has none
+	regexes regexCache
+	dialer  net.Dialer
+
+	open atomic.Int64 // streams whose response headers arrived, not yet closed
+
+	// endings stops the streams of a scenario when its ending channel
+	// closes: one goroutine per scenario, not one per stream.
+	endMu   sync.Mutex
+	endings map[<-chan struct{}]*streamSet
+}
+
+var (
+	_ protocols.Client = (*Client)(nil)
+	_ protocols.Gauger = (*Client)(nil)
+)
+
+func newClient(cfg *targetConfig, ledger *protocols.Ledger) *Client {
+	return &Client{cfg: cfg, ledger: ledger, dialer: net.Dialer{Timeout: cfg.timeout, KeepAlive: -1}, endings: map[<-chan struct{}]*streamSet{}}
+}
+
+// Gauges reports the streams open now.
+func (c *Client) Gauges(report func(name string, value int64)) {
+	report(GaugeOpenStreams, c.open.Load())
+}
+
+// Close stops the scenario watchers. Streams end with their calls.
+func (c *Client) Close() error {
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	for _, set := range c.endings {
+		set.closeOnce.Do(func() { close(set.quit) })
+	}
+	return nil
+}
+
+// streamSet is the open streams of one scenario.
+type streamSet struct {
+	mu        sync.Mutex
+	streams   map[*stream]struct{}
+	ended     bool
+	quit      chan struct{}
+	closeOnce sync.Once
+}
+
+// join registers s to be stopped when ending closes; it returns false when
+// the scenario has ended already.
+func (c *Client) join(ending <-chan struct{}, s *stream) (leave func(), ok bool) {
+	if ending == nil {
+		return func() {}, true
+	}
+	c.endMu.Lock()
+	set := c.endings[ending]
+	if set == nil {
+		set = &streamSet{streams: map[*stream]struct{}{}, quit: make(chan struct{})}
+		c.endings[ending] = set
+		go func() {
+			select {
+			case <-ending:
+			case <-set.quit:
+			}
+			set.mu.Lock()
+			set.ended = true
+			for s := range set.streams {
+				s.stop(stopEnded)
+			}
+			set.mu.Unlock()
+		}()
+	}
+	c.endMu.Unlock()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.ended {
+		return nil, false
+	}
+	set.streams[s] = struct{}{}
+	return func() {
+		set.mu.Lock()
+		delete(set.streams, s)
+		set.mu.Unlock()
+	}, true
+}
+
+// Why a stream was stopped from outside its reading.
+const (
+	stopNone     int32 = iota
+	stopDuration       // the request's duration is over
+	stopEnded          // the scenario ended
+	stopCancel         // the call's context was cancelled
+)
+
+// stream is one call: a subscription, across its reconnections.
+type stream struct {
+	mu       sync.Mutex
+	conn     net.Conn // the current connection, nil between connections
+	reason   int32    // why it was stopped; stopNone while it runs
+	stopped  chan struct{}
+	idle     time.Duration
+	sent     atomic.Int64
+	received atomic.Int64
+}
+
+// stop stops the stream for reason, once: the first reason wins.
+func (s *stream) stop(reason int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reason != stopNone {
+		return
+	}
+	s.reason = reason
+	close(s.stopped)
+	if s.conn != nil {
+		s.conn.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+func (s *stream) stopReason() int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// setConn makes conn the stream's connection; false if it was stopped.
+func (s *stream) setConn(conn net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reason != stopNone {
+		return false
+	}
+	s.conn = conn
+	return true
+}
+
+// arm sets the connection's deadline to t unless the stream was stopped,
+// whose deadline in the past must stay.
+func (s *stream) arm(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reason == stopNone && s.conn != nil {
+		s.conn.SetDeadline(t)
+	}
+}
+
+func (s *stream) clearConn() {
+	s.mu.Lock()
+	s.conn = nil
+	s.mu.Unlock()
+}
+
+// streamConn counts a connection's bytes and arms the idle timeout before
+// each read, unless the stream was stopped, under the stream's lock so
+// that a stop's past deadline is never overwritten.
+type streamConn struct {
+	net.Conn
+	s *stream
+}
+
+var errStopped = errors.New("stream stopped")
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	if c.s.idle > 0 {
+		c.s.mu.Lock()
+		if c.s.reason != stopNone {
+			c.s.mu.Unlock()
+			return 0, errStopped
+		}
+		c.Conn.SetReadDeadline(time.Now().Add(c.s.idle))
+		c.s.mu.Unlock()
+	}
+	n, err := c.Conn.Read(p)
+	c.s.received.Add(int64(n))
+	return n, err
+}
+
+func (c *streamConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.s.sent.Add(int64(n))
+	return n, err
+}
+
+// Do subscribes and holds the stream until its duration, its number of
+// events or the scenario's end, reconnecting when asked to.
+func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+	start := time.Now()
+	sc, ae := parseRequest(call.Request, &c.regexes)
+	if ae != nil {
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Error: protocols.ErrProtocol})
+		return
+	}
+	s := &stream{stopped: make(chan struct{}), idle: sc.idleTimeout}
+	leave, ok := c.join(protocols.Ending(ctx), s)
+	if !ok {
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start)})
+		return
+	}
+	defer leave()
+	stopCtx := context.AfterFunc(ctx, func() { s.stop(stopCancel) })
+	defer stopCtx()
+	if sc.duration > 0 {
+		t := time.AfterFunc(sc.duration, func() { s.stop(stopDuration) })
+		defer t.Stop()
+	}
+
+	r := &run{ctx: ctx, c: c, sc: sc, s: s, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay}
+	if sc.deliveryKey != "" && c.ledger != nil {
+		r.watch = c.ledger.Watch(sc.deliveryKey)
+	}
+	status, kind := r.hold()
+	end := time.Now()
+	if r.watch != nil {
+		r.missed(r.watch.Close(end, sc.missGrace), end)
+	}
+	emit(protocols.Sample{
+		Metric:        protocols.MetricRequest,
+		Time:          end,
+		Value:         end.Sub(start),
+		Status:        status,
+		Error:         kind,
+		BytesSent:     s.sent.Load(),
+		BytesReceived: s.received.Load(),
+	})
+}
+
+// run is the state of one call across its connections.
+type run struct {
+	ctx         context.Context
+	c           *Client
+	sc          *streamConfig
+	s           *stream
+	emit        func(protocols.Sample)
+	watch       *protocols.Watch
+	lastEventID string
+	delay       time.Duration // before a reconnection; the server's retry replaces it
+	events      int
+	lastSettle  time.Time
+	frame       frame
+}
+
+// hold runs connections until the stream is done, and returns the last
+// status and the call's outcome.
+func (r *run) hold() (status int, kind protocols.ErrorKind) {
+	for {
+		var reconnectable bool
+		status, kind, reconnectable = r.connect()
+		if why := r.s.stopReason(); why != stopNone {
+			if why == stopCancel {
+				return status, protocols.ErrInterrupted
+			}
+			return status, protocols.ErrNone
+		}
+		if kind == protocols.ErrNone {
+			return status, kind // the number of events was reached
+		}
+		r.emit(protocols.Sample{Metric: MetricDisconnects, Time: time.Now(), Error: kind})
+		r.emit(protocols.Sample{Metric: MetricDisconnects + "_" + string(kind), Time: time.Now(), Error: kind})
+		if !r.sc.reconnect || !reconnectable {
+			return status, kind
+		}
+		t := time.NewTimer(r.delay)
+		select {
+		case <-r.s.stopped:
+			t.Stop()
+			if r.s.stopReason() == stopCancel {
+				return status, protocols.ErrInterrupted
+			}
+			return status, protocols.ErrNone
+		case <-t.C:
+		}
+		r.emit(protocols.Sample{Metric: MetricReconnects, Time: time.Now(), Value: r.delay, Error: kind})
+		r.emit(protocols.Sample{Metric: MetricReconnects + "_" + string(kind), Time: time.Now(), Value: r.delay, Error: kind})
+	}
+}
+
+// readBufferSize is the connection's read buffer, for the response
+// headers and chunk headers; the parser keeps its own buffer for frames.
+const readBufferSize = 1024
+
+// connect makes one connection and reads it until it ends. kind is empty
+// when the stream ended because it was stopped or had all its events;
+// reconnectable says whether the spec allows a reconnection after it.
+func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable bool) {
+	c, sc, s := r.c, r.sc, r.s
+	begin := time.Now()
+	u := c.cfg.requestURL(sc)
+	host := u.Host
+	if u.Port() == "" {
+		if u.Scheme == "https" {
+			host = net.JoinHostPort(u.Hostname(), "443")
+		} else {
+			host = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
+	// The dial ends with the call's context; a scenario's end during the
+	// dial is seen once it returns, within the target's timeout.
+	raw, err := c.dialer.DialContext(r.ctx, "tcp", host)
+	if err != nil {
+		return 0, r.connErr(err), true
+	}
+	var conn net.Conn = raw
+	if u.Scheme == "https" {
+		tc := tls.Client(raw, &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.cfg.insecure})
+		raw.SetDeadline(time.Now().Add(c.cfg.timeout))
+		if err := tc.HandshakeContext(r.ctx); err != nil {
+			raw.Close()
+			return 0, r.connErr(err), true
+		}
+		raw.SetDeadline(time.Time{})
+		conn = tc
+	}
+	if !s.setConn(conn) {
+		conn.Close()
+		return 0, protocols.ErrNone, false
+	}
+	defer func() {
+		s.clearConn()
+		conn.Close()
+	}()
+	sconn := &streamConn{Conn: conn, s: s}
+
+	// The request, written by hand: one write, no transport goroutines.
+	var b strings.Builder
+	b.WriteString("GET ")
+	b.WriteString(u.RequestURI())
+	b.WriteString(" HTTP/1.1\r\nHost: ")
+	b.WriteString(u.Host)
+	b.WriteString("\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n")
+	userAgentSet := false
+	for _, hs := range [][][2]string{c.cfg.headers, sc.headers} {
+		for _, h := range hs {
+			userAgentSet = userAgentSet || h[0] == "User-Agent"
+		}
+	}
+	if !userAgentSet {
+		b.WriteString("User-Agent: " + userAgent + "\r\n")
+	}
+	for _, h := range c.cfg.headers {
+		if !hasHeader(sc.headers, h[0]) {
+			b.WriteString(h[0] + ": " + h[1] + "\r\n")
+		}
+	}
+	for _, h := range sc.headers {
+		b.WriteString(h[0] + ": " + h[1] + "\r\n")
+	}
+	if r.lastEventID != "" {
+		b.WriteString("Last-Event-ID: " + r.lastEventID + "\r\n")
+	}
+	b.WriteString("\r\n")
+	s.arm(time.Now().Add(c.cfg.timeout))
+	if _, err := io.WriteString(sconn, b.String()); err != nil {
+		return 0, r.connErr(err), true
+	}
+	br := bufio.NewReaderSize(sconn, readBufferSize)
+	resp, err := nethttp.ReadResponse(br, nil)
+	if err != nil {
+		return 0, r.connErr(err), true
+	}
+	s.arm(time.Time{})
+	if s.stopReason() != stopNone {
+		return resp.StatusCode, protocols.ErrNone, false
+	}
+	if resp.StatusCode != nethttp.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The spec fails the connection for good: no reconnection.
+		return resp.StatusCode, ErrStatus, false
+	}
+	connected := time.Now()
+	r.emit(protocols.Sample{Metric: MetricConnect, Time: connected, Value: connected.Sub(begin), Status: resp.StatusCode})
+	c.open.Add(1)
+	defer c.open.Add(-1)
+
+	reader := r3sse.NewEventStreamReader(resp.Body, c.cfg.maxEventSize)
+	var last time.Time
+	for {
+		raw, err := reader.ReadEvent()
+		if err != nil {
+			return resp.StatusCode, r.readErr(err), true
+		}
+		now := time.Now()
+		f := &r.frame
+		f.parse(raw)
+		if f.malformed {
+			r.emit(protocols.Sample{Metric: MetricMalformed, Time: now, Error: ErrMalformed})
+		}
+		if f.hasID {
+			r.lastEventID = string(f.id)
+		}
+		if f.hasRetry {
+			r.delay = f.retry
+		}
+		if !f.hasData {
+			continue // a comment, a heartbeat or a frame of fields only
+		}
+		if last.IsZero() {
+			r.emit(protocols.Sample{Metric: MetricFirstEvent, Time: now, Value: now.Sub(begin)})
+		} else {
+			r.emit(protocols.Sample{Metric: MetricEventGap, Time: now, Value: now.Sub(last)})
+		}
+		last = now
+		r.emit(protocols.Sample{Metric: MetricEvents, Time: now})
+		r.deliver(f.data, now)
+		r.events++
+		if sc.events > 0 && r.events >= sc.events {
+			return resp.StatusCode, protocols.ErrNone, false
+		}
+	}
+}
+
+func hasHeader(hs [][2]string, key string) bool {
+	for _, h := range hs {
+		if h[0] == key {
+			return true
+		}
+	}
+	return false
+}
+
+// settleEvery is how often a watching stream counts what it missed while
+// it runs, so that sse_events_missed shows up in the interval it happened,
+// and the ledger can drop what every stream has settled.
+const settleEvery = time.Second
+
+// deliver reads an event's id and send time and matches them.
+func (r *run) deliver(data []byte, now time.Time) {
+	sc := r.sc
+	if sc.id.set() {
+		if id, err := sc.id.extract(data); err != nil {
+			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol})
+		} else if r.watch != nil {
+			switch r.watch.Received(id) {
+			case protocols.ReceiptDuplicate:
+				r.emit(protocols.Sample{Metric: MetricEventsDuplicate, Time: now})
+			case protocols.ReceiptLate:
+				r.emit(protocols.Sample{Metric: MetricEventsLate, Time: now})
+			}
+		}
+	}
+	if sc.sentAt.set() {
+		raw, err := sc.sentAt.extract(data)
+		var sent time.Time
+		if err == nil {
+			sent, err = parseTimestamp(raw, sc.sentAtUnit)
+		}
+		if err != nil {
+			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol})
+		} else {
+			// Wall clocks: sender and subscriber must share the host's.
+			r.emit(protocols.Sample{Metric: MetricDeliveryLatency, Time: now, Value: max(0, now.Sub(sent))})
+		}
+	}
+	if r.watch != nil && now.Sub(r.lastSettle) >= settleEvery {
+		r.lastSettle = now
+		r.missed(r.watch.Settle(now, sc.missGrace), now)
+	}
+}
+
+// missed emits one sample per missed event, so that a threshold such as
+// count == 0 reads the number of events.
+func (r *run) missed(n int, now time.Time) {
+	for range n {
+		r.emit(protocols.Sample{Metric: MetricEventsMissed, Time: now})
+	}
+}
+
+// connErr classifies an error before the stream opened: a deadline there
+// is the target's timeout.
+func (r *run) connErr(err error) protocols.ErrorKind {
+	if r.s.stopReason() != stopNone {
+		return protocols.ErrNone
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return protocols.ErrReset // closed before it answered
+	}
+	return classifyErr(err)
+}
+
+// readErr classifies the error that ended a connection's reading.
+func (r *run) readErr(err error) protocols.ErrorKind {
+	switch {
+	case r.s.stopReason() != stopNone:
+		return protocols.ErrNone
+	case errors.Is(err, bufio.ErrTooLong):
+		return ErrMalformed
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return ErrStall
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return ErrEOF
+	}
+	return classifyErr(err)
+}

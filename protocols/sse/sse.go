@@ -1,0 +1,501 @@
+// Package sse is hload's built-in Server-Sent Events protocol. A request
+// subscribes one VU to an event stream and holds it: for a duration, until
+// a number of events, or until the scenario ends. While it holds the
+// stream it emits a sample per event, and with a delivery key it matches
+// the ids in the events against the ids the run's senders recorded in the
+// run's ledger (protocols.Ledger), to report delivery latency and the
+// events the subscriber missed.
+//
+// The stream is read with r3labs/sse/v2's EventStreamReader over a
+// connection of hload's own, not with that package's Client: the Client
+// spends two goroutines and net/http's transport buffers per stream (54 KB
+// of memory per idle stream, see PERFORMANCE.md), does not honour the
+// server's retry field, and drops what it cannot parse silently, where
+// hload must count it. Here a stream costs the VU's goroutine, one small
+// read buffer and the parser's buffer.
+package sse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	nethttp "net/http"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/hload/hload/protocols"
+)
+
+// Name is the protocol's name in a target's protocol attribute.
+const Name = "sse"
+
+// Version is the version of this protocol implementation.
+const Version = "0.1.0"
+
+// Defaults of the target and request attributes the user left out.
+const (
+	DefaultTimeout        = 10 * time.Second
+	DefaultMaxEventSize   = 64 << 10
+	DefaultReconnectDelay = time.Second
+	DefaultMissGrace      = time.Second
+)
+
+// Metric names of the samples a stream emits, besides the request sample.
+const (
+	MetricConnect         = "sse_connect"          // from dialling to the stream's response headers
+	MetricFirstEvent      = "sse_first_event"      // from dialling to the first event of a connection
+	MetricEventGap        = "sse_event_gap"        // between two events of a connection
+	MetricEvents          = "sse_events"           // one sample per event; its count is the figure
+	MetricDeliveryLatency = "sse_delivery_latency" // receive time - the send time in the event
+	MetricEventsMissed    = "sse_events_missed"    // one sample per expected id not received
+	MetricEventsLate      = "sse_events_late"      // an id received after it was counted missed
+	MetricEventsDuplicate = "sse_events_duplicate" // an id received twice
+	MetricExtractErrors   = "sse_extract_errors"   // an event whose id or send time could not be read
+	MetricMalformed       = "sse_malformed"        // a frame with a line that is not SSE
+	MetricDisconnects     = "sse_disconnects"      // a stream lost, Error = the reason
+	MetricReconnects      = "sse_reconnects"       // a reconnection made, Error = the reason; Value = the wait
+	GaugeOpenStreams      = "sse_open_streams"     // streams open at the end of each interval
+)
+
+// The reasons a stream ends or is lost, as error kinds, besides the shared
+// ones (reset, timeout, connection_refused, dns, tls, interrupted).
+const (
+	ErrEOF       protocols.ErrorKind = "eof"       // the server ended the stream
+	ErrStall     protocols.ErrorKind = "stall"     // nothing arrived for idle_timeout
+	ErrMalformed protocols.ErrorKind = "malformed" // a frame longer than max_event_size
+	ErrStatus    protocols.ErrorKind = "status"    // the response was not 200 text/event-stream
+)
+
+// userAgent tells hload's streams apart in server logs.
+const userAgent = "hload/" + Version
+
+// Protocol is the SSE protocol. The zero value is not usable; call New.
+type Protocol struct {
+	info protocols.Info
+}
+
+var _ protocols.Protocol = (*Protocol)(nil)
+
+// New returns the SSE protocol.
+func New() *Protocol {
+	return &Protocol{info: protocols.Info{
+		Name:        Name,
+		Version:     Version,
+		TargetSpec:  targetSpec(),
+		RequestSpec: requestSpec(),
+	}}
+}
+
+// Describe returns the protocol's name, version and schemas.
+func (p *Protocol) Describe() protocols.Info { return p.info }
+
+func targetSpec() hcldec.ObjectSpec {
+	return hcldec.ObjectSpec{
+		"base_url":             &hcldec.AttrSpec{Name: "base_url", Type: cty.String, Required: true},
+		"headers":              &hcldec.AttrSpec{Name: "headers", Type: cty.Map(cty.String)},
+		"timeout":              &hcldec.AttrSpec{Name: "timeout", Type: cty.String},
+		"insecure_skip_verify": &hcldec.AttrSpec{Name: "insecure_skip_verify", Type: cty.Bool},
+		"max_event_size":       &hcldec.AttrSpec{Name: "max_event_size", Type: cty.Number},
+	}
+}
+
+func requestSpec() hcldec.ObjectSpec {
+	return hcldec.ObjectSpec{
+		"path":            &hcldec.AttrSpec{Name: "path", Type: cty.String},
+		"url":             &hcldec.AttrSpec{Name: "url", Type: cty.String},
+		"query":           &hcldec.AttrSpec{Name: "query", Type: cty.Map(cty.String)},
+		"headers":         &hcldec.AttrSpec{Name: "headers", Type: cty.Map(cty.String)},
+		"last_event_id":   &hcldec.AttrSpec{Name: "last_event_id", Type: cty.String},
+		"duration":        &hcldec.AttrSpec{Name: "duration", Type: cty.String},
+		"events":          &hcldec.AttrSpec{Name: "events", Type: cty.Number},
+		"reconnect":       &hcldec.AttrSpec{Name: "reconnect", Type: cty.Bool},
+		"reconnect_delay": &hcldec.AttrSpec{Name: "reconnect_delay", Type: cty.String},
+		"idle_timeout":    &hcldec.AttrSpec{Name: "idle_timeout", Type: cty.String},
+		"delivery_key":    &hcldec.AttrSpec{Name: "delivery_key", Type: cty.String},
+		"id_field":        &hcldec.AttrSpec{Name: "id_field", Type: cty.String},
+		"id_regex":        &hcldec.AttrSpec{Name: "id_regex", Type: cty.String},
+		"sent_at_field":   &hcldec.AttrSpec{Name: "sent_at_field", Type: cty.String},
+		"sent_at_regex":   &hcldec.AttrSpec{Name: "sent_at_regex", Type: cty.String},
+		"sent_at_unit":    &hcldec.AttrSpec{Name: "sent_at_unit", Type: cty.String},
+		"miss_grace":      &hcldec.AttrSpec{Name: "miss_grace", Type: cty.String},
+	}
+}
+
+// Open validates a target and returns its client. The run's ledger, if
+// ctx carries one, is kept for matching delivery ids.
+func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+	cfg, err := parseTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(cfg, protocols.LedgerFrom(ctx)), nil
+}
+
+// ValidateRequest checks a request's values at load; it returns the name
+// of the attribute at fault. The config package finds it by type assertion.
+func (p *Protocol) ValidateRequest(request cty.Value) (string, error) {
+	var rc regexCache
+	_, attrErr := parseRequest(request, &rc)
+	if attrErr != nil {
+		return attrErr.attr, attrErr.err
+	}
+	return "", nil
+}
+
+// targetConfig is a validated target block.
+type targetConfig struct {
+	base         *url.URL // without a trailing slash
+	headers      [][2]string
+	timeout      time.Duration
+	insecure     bool
+	maxEventSize int
+}
+
+func parseTarget(target cty.Value) (*targetConfig, error) {
+	if target.IsNull() || !target.IsKnown() || !target.Type().IsObjectType() {
+		return nil, errors.New("sse: target must be a known object")
+	}
+	cfg := &targetConfig{timeout: DefaultTimeout, maxEventSize: DefaultMaxEventSize}
+	raw, err := protocols.StringAttr(target, "base_url")
+	if err != nil {
+		return nil, fmt.Errorf("sse: target %w", err)
+	}
+	if raw == "" {
+		return nil, errors.New("sse: target base_url is required")
+	}
+	u, err := parseBaseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("sse: target base_url %w", err)
+	}
+	cfg.base = u
+	if cfg.headers, err = mapAttr(target, "headers"); err != nil {
+		return nil, fmt.Errorf("sse: target %w", err)
+	}
+	if cfg.timeout, err = durationAttr(target, "timeout", cfg.timeout); err != nil {
+		return nil, fmt.Errorf("sse: target %w", err)
+	}
+	if v := protocols.Attr(target, "insecure_skip_verify"); !v.IsNull() {
+		b, err := convert.Convert(v, cty.Bool)
+		if err != nil || !b.IsKnown() {
+			return nil, errors.New("sse: target insecure_skip_verify must be a bool")
+		}
+		cfg.insecure = b.True()
+	}
+	if cfg.maxEventSize, err = intAttr(target, "max_event_size", 256, 64<<20, cfg.maxEventSize); err != nil {
+		return nil, fmt.Errorf("sse: target %w", err)
+	}
+	return cfg, nil
+}
+
+func parseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a URL: %v", raw, err)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%q must be an http:// or https:// URL", raw)
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("%q has no host", raw)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// streamConfig is a validated request: one subscription.
+type streamConfig struct {
+	url         *url.URL
+	headers     [][2]string
+	lastEventID string
+
+	duration       time.Duration // 0: no limit
+	events         int           // 0: no limit
+	reconnect      bool
+	reconnectDelay time.Duration
+	idleTimeout    time.Duration // 0: none
+
+	deliveryKey string
+	id          extractor
+	sentAt      extractor
+	sentAtUnit  time.Duration
+	missGrace   time.Duration
+}
+
+// attrError is a request value at fault, with the attribute's name.
+type attrError struct {
+	attr string
+	err  error
+}
+
+func (e *attrError) Error() string { return "sse: " + e.err.Error() }
+
+func bad(attr string, format string, args ...any) *attrError {
+	return &attrError{attr: attr, err: fmt.Errorf(format, args...)}
+}
+
+// parseRequest validates a call's request values.
+func parseRequest(r cty.Value, rc *regexCache) (*streamConfig, *attrError) {
+	sc := &streamConfig{reconnectDelay: DefaultReconnectDelay, missGrace: DefaultMissGrace, sentAtUnit: time.Microsecond}
+	str := func(name string) (string, *attrError) {
+		s, err := protocols.StringAttr(r, name)
+		if err != nil {
+			return "", &attrError{attr: name, err: err}
+		}
+		return s, nil
+	}
+	dur := func(name string, def time.Duration) (time.Duration, *attrError) {
+		d, err := durationAttr(r, name, def)
+		if err != nil {
+			return 0, &attrError{attr: name, err: err}
+		}
+		return d, nil
+	}
+	var ae *attrError
+	raw, ae := str("url")
+	if ae != nil {
+		return nil, ae
+	}
+	if raw != "" {
+		if sc.url, ae = absoluteURL(raw); ae != nil {
+			return nil, ae
+		}
+	}
+	if path, ae := str("path"); ae != nil {
+		return nil, ae
+	} else if path != "" {
+		if raw != "" {
+			return nil, bad("path", "set path or url, not both")
+		}
+		sc.url = &url.URL{Path: path}
+	}
+	query, err := mapAttr(r, "query")
+	if err != nil {
+		return nil, &attrError{attr: "query", err: err}
+	}
+	if sc.url != nil && len(query) > 0 {
+		q := sc.url.Query()
+		for _, kv := range query {
+			q.Add(kv[0], kv[1])
+		}
+		sc.url.RawQuery = q.Encode()
+	}
+	if sc.headers, err = mapAttr(r, "headers"); err != nil {
+		return nil, &attrError{attr: "headers", err: err}
+	}
+	if sc.lastEventID, ae = str("last_event_id"); ae != nil {
+		return nil, ae
+	}
+	if strings.ContainsAny(sc.lastEventID, "\r\n\x00") {
+		return nil, bad("last_event_id", "last_event_id must not contain line breaks or NUL")
+	}
+	if sc.duration, ae = dur("duration", 0); ae != nil {
+		return nil, ae
+	}
+	if sc.events, err = intAttr(r, "events", 1, 1<<31, 0); err != nil {
+		return nil, &attrError{attr: "events", err: err}
+	}
+	if v := protocols.Attr(r, "reconnect"); !v.IsNull() {
+		b, err := convert.Convert(v, cty.Bool)
+		if err != nil || !b.IsKnown() {
+			return nil, bad("reconnect", "reconnect must be true or false")
+		}
+		sc.reconnect = b.True()
+	}
+	if sc.reconnectDelay, ae = dur("reconnect_delay", sc.reconnectDelay); ae != nil {
+		return nil, ae
+	}
+	if sc.idleTimeout, ae = dur("idle_timeout", 0); ae != nil {
+		return nil, ae
+	}
+	if sc.missGrace, ae = dur("miss_grace", sc.missGrace); ae != nil {
+		return nil, ae
+	}
+	if sc.deliveryKey, ae = str("delivery_key"); ae != nil {
+		return nil, ae
+	}
+	for _, x := range []struct {
+		field, regex string
+		dst          *extractor
+	}{{"id_field", "id_regex", &sc.id}, {"sent_at_field", "sent_at_regex", &sc.sentAt}} {
+		field, ae := str(x.field)
+		if ae != nil {
+			return nil, ae
+		}
+		re, ae := str(x.regex)
+		if ae != nil {
+			return nil, ae
+		}
+		if field != "" && re != "" {
+			return nil, bad(x.regex, "set %s or %s, not both", x.field, x.regex)
+		}
+		if field != "" {
+			*x.dst = extractor{path: strings.Split(field, ".")}
+		}
+		if re != "" {
+			compiled, err := rc.compile(re)
+			if err != nil {
+				return nil, bad(x.regex, "%s is not a valid regular expression: %v", x.regex, err)
+			}
+			if compiled.NumSubexp() > 1 {
+				return nil, bad(x.regex, "%s may have at most one capture group, the value; it has %d", x.regex, compiled.NumSubexp())
+			}
+			*x.dst = extractor{re: compiled}
+		}
+	}
+	unit, ae := str("sent_at_unit")
+	if ae != nil {
+		return nil, ae
+	}
+	switch unit {
+	case "", "us":
+	case "ms":
+		sc.sentAtUnit = time.Millisecond
+	case "ns":
+		sc.sentAtUnit = time.Nanosecond
+	case "s":
+		sc.sentAtUnit = time.Second
+	default:
+		return nil, bad("sent_at_unit", `sent_at_unit must be "s", "ms", "us" or "ns", not %q`, unit)
+	}
+	if sc.deliveryKey != "" && !sc.id.set() {
+		return nil, bad("delivery_key", "delivery_key needs id_field or id_regex, to read each event's id")
+	}
+	return sc, nil
+}
+
+// absoluteURL parses a request's url attribute.
+func absoluteURL(raw string) (*url.URL, *attrError) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, bad("url", "url %q is not a URL: %v", raw, err)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return nil, bad("url", "url %q must be an absolute http:// or https:// URL", raw)
+	}
+	return u, nil
+}
+
+// requestURL joins a stream's path to the target's base URL.
+func (cfg *targetConfig) requestURL(sc *streamConfig) *url.URL {
+	if sc.url != nil && sc.url.IsAbs() {
+		return sc.url
+	}
+	u := *cfg.base
+	if sc.url != nil {
+		p := sc.url.Path
+		if !strings.HasPrefix(p, "/") {
+			p = "/" + p
+		}
+		u.Path += p
+		switch {
+		case u.RawQuery == "":
+			u.RawQuery = sc.url.RawQuery
+		case sc.url.RawQuery != "":
+			u.RawQuery += "&" + sc.url.RawQuery
+		}
+	}
+	return &u
+}
+
+func durationAttr(obj cty.Value, name string, def time.Duration) (time.Duration, error) {
+	s, err := protocols.StringAttr(obj, name)
+	if err != nil {
+		return 0, err
+	}
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s %q must be a positive duration such as \"10s\"", name, s)
+	}
+	return d, nil
+}
+
+func intAttr(obj cty.Value, name string, lo, hi int64, def int) (int, error) {
+	v := protocols.Attr(obj, name)
+	if v.IsNull() {
+		return def, nil
+	}
+	c, err := convert.Convert(v, cty.Number)
+	if err != nil || !c.IsKnown() || c.IsNull() {
+		return 0, fmt.Errorf("%s must be a number", name)
+	}
+	bf := c.AsBigFloat()
+	if !bf.IsInt() || bf.Cmp(big.NewFloat(float64(lo))) < 0 || bf.Cmp(big.NewFloat(float64(hi))) > 0 {
+		return 0, fmt.Errorf("%s must be a whole number from %d to %d, not %s", name, lo, hi, bf.Text('g', -1))
+	}
+	n, _ := bf.Int64()
+	return int(n), nil
+}
+
+// mapAttr returns a map(string) attribute as key/value pairs; header keys
+// are canonicalised.
+func mapAttr(obj cty.Value, name string) ([][2]string, error) {
+	v := protocols.Attr(obj, name)
+	if v.IsNull() {
+		return nil, nil
+	}
+	if !v.IsKnown() || !(v.Type().IsMapType() || v.Type().IsObjectType()) {
+		return nil, fmt.Errorf("%s must be a map of strings", name)
+	}
+	var out [][2]string
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		e, _ = e.Unmark()
+		if e.IsNull() {
+			continue
+		}
+		s, err := convert.Convert(e, cty.String)
+		if err != nil || !s.IsKnown() {
+			return nil, fmt.Errorf("%s[%q] must be a string", name, k.AsString())
+		}
+		key := k.AsString()
+		if name == "headers" {
+			key = nethttp.CanonicalHeaderKey(key)
+			if strings.ContainsAny(key+s.AsString(), "\r\n") {
+				return nil, fmt.Errorf("%s[%q] must not contain line breaks", name, k.AsString())
+			}
+		}
+		out = append(out, [2]string{key, s.AsString()})
+	}
+	return out, nil
+}
+
+// regexCache compiles each regular expression once per client; it is
+// safe for concurrent use. It stops adding after maxRegexes, so that a
+// regex computed per call cannot grow it without bound.
+type regexCache struct {
+	m sync.Map
+	n atomic.Int32
+}
+
+const maxRegexes = 64
+
+func (c *regexCache) compile(s string) (*regexp.Regexp, error) {
+	if re, ok := c.m.Load(s); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	if c.n.Add(1) <= maxRegexes {
+		c.m.Store(s, re)
+	}
+	return re, nil
+}

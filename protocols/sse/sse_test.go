@@ -1,0 +1,416 @@
+package sse
+
+import (
+	"context"
+	"fmt"
+	"net"
+	nethttp "net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/protocols"
+)
+
+// samples collects what a call emits.
+type samples struct {
+	mu  sync.Mutex
+	all []protocols.Sample
+}
+
+func (s *samples) emit(smp protocols.Sample) {
+	s.mu.Lock()
+	s.all = append(s.all, smp)
+	s.mu.Unlock()
+}
+
+func (s *samples) count(metric string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, smp := range s.all {
+		if smp.Metric == metric {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *samples) of(metric string) []protocols.Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []protocols.Sample
+	for _, smp := range s.all {
+		if smp.Metric == metric {
+			out = append(out, smp)
+		}
+	}
+	return out
+}
+
+func (s *samples) request(t *testing.T) protocols.Sample {
+	t.Helper()
+	rs := s.of(protocols.MetricRequest)
+	if len(rs) != 1 {
+		t.Fatalf("%d request samples, want 1", len(rs))
+	}
+	return rs[0]
+}
+
+// open returns a client of a target at baseURL.
+func open(t *testing.T, ctx context.Context, baseURL string) *Client {
+	t.Helper()
+	c, err := New().Open(ctx, cty.ObjectVal(map[string]cty.Value{
+		"base_url": cty.StringVal(baseURL),
+		"timeout":  cty.StringVal("5s"),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*Client)
+}
+
+// request builds a request value with every attribute of the spec.
+func request(attrs map[string]cty.Value) cty.Value {
+	obj := map[string]cty.Value{}
+	for k, spec := range requestSpec() {
+		obj[k] = cty.NullVal(hcldec.ImpliedType(spec))
+	}
+	for k, v := range attrs {
+		obj[k] = v
+	}
+	return cty.ObjectVal(obj)
+}
+
+func str(s string) cty.Value { return cty.StringVal(s) }
+
+// sseHandler serves a script per connection: n is the connection's number
+// from 1, lastID the Last-Event-ID it sent. The script writes frames with
+// send, which flushes.
+func sseHandler(script func(n int, lastID string, send func(string), r *nethttp.Request)) nethttp.Handler {
+	var mu sync.Mutex
+	conns := 0
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		mu.Lock()
+		conns++
+		n := conns
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		rc := nethttp.NewResponseController(w)
+		rc.Flush()
+		script(n, r.Header.Get("Last-Event-ID"), func(frame string) {
+			fmt.Fprint(w, frame)
+			rc.Flush()
+		}, r)
+	})
+}
+
+// holdUntilGone keeps a stream open until the client leaves.
+func holdUntilGone(r *nethttp.Request) { <-r.Context().Done() }
+
+func TestStreamMeasures(t *testing.T) {
+	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+		send(": hello\n\n")
+		for i := range 5 {
+			send(fmt.Sprintf("id: %d\nevent: note\ndata: {\"id\":\"e%d\",\ndata: \"sentAt\":%d}\n\n", i, i, time.Now().UnixMicro()))
+			time.Sleep(5 * time.Millisecond)
+		}
+		holdUntilGone(r)
+	}))
+	defer srv.Close()
+	c := open(t, context.Background(), srv.URL)
+	var got samples
+	c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{
+		"path":          str("/events"),
+		"events":        cty.NumberIntVal(5),
+		"id_field":      str("id"),
+		"sent_at_field": str("sentAt"),
+	})}, got.emit)
+
+	req := got.request(t)
+	if req.Error != protocols.ErrNone || req.Status != 200 || req.BytesReceived < 200 || req.BytesSent < 50 {
+		t.Errorf("request sample %+v: want a success with bytes", req)
+	}
+	for metric, want := range map[string]int{
+		MetricConnect: 1, MetricFirstEvent: 1, MetricEventGap: 4, MetricEvents: 5,
+		MetricDeliveryLatency: 5, MetricExtractErrors: 0, MetricMalformed: 0, MetricDisconnects: 0,
+	} {
+		if n := got.count(metric); n != want {
+			t.Errorf("%s: %d samples, want %d", metric, n, want)
+		}
+	}
+	for _, s := range got.of(MetricEventGap) {
+		if s.Value <= 0 {
+			t.Errorf("event gap %s", s.Value)
+		}
+	}
+	var open int64 = -1
+	c.Gauges(func(name string, v int64) {
+		if name == GaugeOpenStreams {
+			open = v
+		}
+	})
+	if open != 0 {
+		t.Errorf("open streams after the call = %d, want 0", open)
+	}
+}
+
+func TestOpenStreamsGaugeAndEnding(t *testing.T) {
+	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+		send("data: x\n\n")
+		holdUntilGone(r)
+	}))
+	defer srv.Close()
+	c := open(t, context.Background(), srv.URL)
+	ending := make(chan struct{})
+	ctx := protocols.WithEnding(context.Background(), ending)
+	const streams = 3
+	var wg sync.WaitGroup
+	results := make([]samples, streams)
+	for i := range streams {
+		wg.Go(func() { c.Do(ctx, protocols.Call{VU: uint64(i + 1), Request: request(nil)}, results[i].emit) })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var open int64
+		c.Gauges(func(_ string, v int64) { open = v })
+		if open == streams {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("open streams = %d, want %d", open, streams)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(ending) // the scenario ends: streams end as successes
+	wg.Wait()
+	for i := range results {
+		if req := results[i].request(t); req.Error != protocols.ErrNone {
+			t.Errorf("stream %d ended with %q, want success", i, req.Error)
+		}
+	}
+	// A call after the end returns at once.
+	var late samples
+	c.Do(ctx, protocols.Call{VU: 9, Request: request(nil)}, late.emit)
+	if late.count(MetricConnect) != 0 {
+		t.Error("a call after the scenario's end connected")
+	}
+}
+
+// TestFaults: each fault is counted by its kind, the run goes on, and a
+// reconnection honours the server's retry field and sends Last-Event-ID.
+func TestFaults(t *testing.T) {
+	cases := []struct {
+		name   string
+		script func(n int, lastID string, send func(string), r *nethttp.Request)
+		req    map[string]cty.Value
+		kind   protocols.ErrorKind // the disconnect reason
+		final  protocols.ErrorKind // the request sample's error
+		check  func(t *testing.T, got *samples, seen []string)
+	}{
+		{
+			name: "closed without reconnect",
+			script: func(_ int, _ string, send func(string), _ *nethttp.Request) {
+				send("id: 1\ndata: a\n\n")
+			},
+			req:   map[string]cty.Value{"duration": str("10s")},
+			kind:  ErrEOF,
+			final: ErrEOF,
+		},
+		{
+			name: "closed with reconnect honours retry",
+			script: func(n int, _ string, send func(string), r *nethttp.Request) {
+				if n > 3 {
+					send("data: last\n\n")
+					holdUntilGone(r)
+					return
+				}
+				send(fmt.Sprintf("retry: 30\nid: %d\ndata: a\n\n", n))
+			},
+			req:   map[string]cty.Value{"events": cty.NumberIntVal(4), "reconnect": cty.True, "reconnect_delay": str("1h")},
+			kind:  ErrEOF,
+			final: protocols.ErrNone,
+			check: func(t *testing.T, got *samples, seen []string) {
+				rs := got.of(MetricReconnects)
+				if len(rs) != 3 {
+					t.Fatalf("%d reconnects, want 3", len(rs))
+				}
+				for _, s := range rs {
+					if s.Value != 30*time.Millisecond || s.Error != ErrEOF {
+						t.Errorf("reconnect %+v: want the server's 30ms retry and reason eof", s)
+					}
+				}
+				if want := []string{"", "1", "2", "3"}; fmt.Sprint(seen) != fmt.Sprint(want) {
+					t.Errorf("Last-Event-ID per connection = %q, want %q", seen, want)
+				}
+			},
+		},
+		{
+			name: "malformed frames are counted and skipped",
+			script: func(_ int, _ string, send func(string), r *nethttp.Request) {
+				send("garbage line\n\n")
+				send("retry: soon\ndata: kept\n\n")
+				send("data: \xff\xfe\n\n")
+				send("data: fine\n\n")
+				holdUntilGone(r)
+			},
+			req:   map[string]cty.Value{"events": cty.NumberIntVal(3)},
+			final: protocols.ErrNone,
+			check: func(t *testing.T, got *samples, _ []string) {
+				if n := got.count(MetricMalformed); n != 3 {
+					t.Errorf("%d malformed frames, want 3", n)
+				}
+				if n := got.count(MetricEvents); n != 3 {
+					t.Errorf("%d events, want 3", n)
+				}
+			},
+		},
+		{
+			name: "frame over max_event_size",
+			script: func(_ int, _ string, send func(string), r *nethttp.Request) {
+				send("data: " + strings.Repeat("x", DefaultMaxEventSize+10) + "\n\n")
+				holdUntilGone(r)
+			},
+			req:   map[string]cty.Value{"duration": str("10s")},
+			kind:  ErrMalformed,
+			final: ErrMalformed,
+		},
+		{
+			name: "stall with reconnect",
+			script: func(n int, _ string, send func(string), r *nethttp.Request) {
+				send("data: a\n\n")
+				holdUntilGone(r)
+			},
+			req:   map[string]cty.Value{"events": cty.NumberIntVal(3), "idle_timeout": str("100ms"), "reconnect": cty.True, "reconnect_delay": str("10ms")},
+			kind:  ErrStall,
+			final: protocols.ErrNone,
+			check: func(t *testing.T, got *samples, _ []string) {
+				if n := got.count(MetricReconnects + "_" + string(ErrStall)); n != 2 {
+					t.Errorf("%d stall reconnects, want 2", n)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []string
+			srv := httptest.NewServer(sseHandler(func(n int, lastID string, send func(string), r *nethttp.Request) {
+				mu.Lock()
+				seen = append(seen, lastID)
+				mu.Unlock()
+				tc.script(n, lastID, send, r)
+			}))
+			defer srv.Close()
+			c := open(t, context.Background(), srv.URL)
+			var got samples
+			c.Do(context.Background(), protocols.Call{VU: 1, Request: request(tc.req)}, got.emit)
+			if req := got.request(t); req.Error != tc.final {
+				t.Errorf("request error %q, want %q", req.Error, tc.final)
+			}
+			if tc.kind != "" {
+				ds := got.of(MetricDisconnects)
+				if len(ds) == 0 || ds[0].Error != tc.kind {
+					t.Errorf("disconnects %+v, want the first with reason %q", ds, tc.kind)
+				}
+				if got.count(MetricDisconnects+"_"+string(tc.kind)) != len(ds) {
+					t.Errorf("per-kind disconnects %d, total %d", got.count(MetricDisconnects+"_"+string(tc.kind)), len(ds))
+				}
+			}
+			if tc.check != nil {
+				mu.Lock()
+				s := append([]string(nil), seen...)
+				mu.Unlock()
+				tc.check(t, &got, s)
+			}
+		})
+	}
+}
+
+func TestStatusAndReset(t *testing.T) {
+	refuse := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		nethttp.Error(w, "busy", nethttp.StatusServiceUnavailable)
+	}))
+	defer refuse.Close()
+	c := open(t, context.Background(), refuse.URL)
+	var got samples
+	c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"reconnect": cty.True})}, got.emit)
+	if req := got.request(t); req.Status != 503 || req.Error != ErrStatus || got.count(MetricReconnects) != 0 {
+		t.Errorf("request %+v, %d reconnects: want status 503, kind status, no reconnect", req, got.count(MetricReconnects))
+	}
+
+	reset := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fmt.Fprint(w, "data: a\n\n")
+		nethttp.NewResponseController(w).Flush()
+		conn, _, err := nethttp.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		conn.(*net.TCPConn).SetLinger(0) // close with a RST
+		conn.Close()
+	}))
+	defer reset.Close()
+	c = open(t, context.Background(), reset.URL)
+	got = samples{}
+	c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"duration": str("10s")})}, got.emit)
+	if req := got.request(t); req.Error != protocols.ErrReset {
+		t.Errorf("request error %q, want reset", req.Error)
+	}
+}
+
+func TestCancelledCallIsInterrupted(t *testing.T) {
+	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+		send("data: a\n\n")
+		holdUntilGone(r)
+	}))
+	defer srv.Close()
+	c := open(t, context.Background(), srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got samples
+	go func() {
+		for got.count(MetricEvents) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	c.Do(ctx, protocols.Call{VU: 1, Request: request(nil)}, got.emit)
+	if req := got.request(t); req.Error != protocols.ErrInterrupted {
+		t.Errorf("request error %q, want interrupted", req.Error)
+	}
+}
+
+func TestValidateRequest(t *testing.T) {
+	for _, tc := range []struct {
+		attrs map[string]cty.Value
+		attr  string
+		msg   string
+	}{
+		{map[string]cty.Value{"duration": str("soon")}, "duration", `duration "soon" must be a positive duration`},
+		{map[string]cty.Value{"events": cty.NumberIntVal(0)}, "events", "events must be a whole number from 1"},
+		{map[string]cty.Value{"id_regex": str("(")}, "id_regex", "not a valid regular expression"},
+		{map[string]cty.Value{"id_regex": str("(a)(b)")}, "id_regex", "at most one capture group"},
+		{map[string]cty.Value{"id_field": str("id"), "id_regex": str("x")}, "id_regex", "not both"},
+		{map[string]cty.Value{"sent_at_unit": str("minutes")}, "sent_at_unit", `must be "s", "ms", "us" or "ns"`},
+		{map[string]cty.Value{"delivery_key": str("u1")}, "delivery_key", "needs id_field or id_regex"},
+		{map[string]cty.Value{"url": str("/relative")}, "url", "absolute"},
+		{map[string]cty.Value{"url": str("http://h/"), "path": str("/x")}, "path", "not both"},
+		{map[string]cty.Value{"miss_grace": str("-1s")}, "miss_grace", "positive duration"},
+	} {
+		attr, err := New().ValidateRequest(request(tc.attrs))
+		if attr != tc.attr || err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%v: ValidateRequest = %q, %v; want %q and %q", tc.attrs, attr, err, tc.attr, tc.msg)
+		}
+	}
+	if attr, err := New().ValidateRequest(request(map[string]cty.Value{"path": str("/s"), "delivery_key": str("k"), "id_field": str("a.b")})); err != nil {
+		t.Errorf("valid request: %s: %v", attr, err)
+	}
+}
