@@ -36,6 +36,18 @@ type Options struct {
 	// Seed makes the catalogue, the featured products and the simulated
 	// latencies reproducible from run to run.
 	Seed int64
+
+	// NotificationDelivery is how POST /api/notification/send delivers:
+	// DeliveryPool (the default, also for "") or DeliverySequential.
+	NotificationDelivery string
+	// NotificationWorkers and NotificationQueue size the pool's workers
+	// and queue; zero or negative means the defaults.
+	NotificationWorkers int
+	NotificationQueue   int
+	// NotificationDropEvery, when positive, drops every Nth delivery on
+	// purpose and counts it as failed, to test that a load test's missed
+	// events match the server's own count.
+	NotificationDropEvery int
 }
 
 // Bounds on retained state. A soak test can run for hours with 5 % logins and
@@ -88,8 +100,22 @@ type shop struct {
 //	GET  /products/{id}   one product; counts a view
 //	POST /orders          {"product_id","quantity"} -> 201 and the order
 //	GET  /health          "ok"
+//
+// and the notification service of field report 3:
+//
+//	POST /api/notification/send                {"userId", ...} -> the event to the user's subscribers
+//	GET  /api/notification/subscribe/{userId}  an event stream (SSE) of the user's notifications
+//	GET  /api/notification/stats               what the service delivered and failed, per user
+//	PUT  /api/notification/delivery            "sequential" or "pool"
+//
+// An invalid Options.NotificationDelivery is treated as the default; the
+// callers validate it (see ValidDelivery).
 func NewHandler(opts Options) http.Handler {
 	s := newShop(opts)
+	if !validDelivery(opts.NotificationDelivery) {
+		opts.NotificationDelivery = ""
+	}
+	n := newNotifier(opts)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.mainPage)
 	mux.HandleFunc("POST /login", s.login)
@@ -97,8 +123,16 @@ func NewHandler(opts Options) http.Handler {
 	mux.HandleFunc("GET /products/{id}", s.productDetail)
 	mux.HandleFunc("POST /orders", s.createOrder)
 	mux.HandleFunc("GET /health", health)
+	mux.HandleFunc("POST /api/notification/send", n.send)
+	mux.HandleFunc("GET /api/notification/subscribe/{userId}", n.subscribe)
+	mux.HandleFunc("GET /api/notification/stats", n.stats)
+	mux.HandleFunc("PUT /api/notification/delivery", n.setDelivery)
 	return mux
 }
+
+// ValidDelivery reports whether mode is a notification delivery mode, for
+// the CLI's flag.
+func ValidDelivery(mode string) bool { return validDelivery(mode) }
 
 func newShop(opts Options) *shop {
 	n := opts.Products
