@@ -226,9 +226,6 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 
 	r := &run{ctx: ctx, c: c, sc: sc, s: s, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay}
-	if sc.deliveryKey != "" && c.ledger != nil {
-		r.watch = c.ledger.Watch(sc.deliveryKey)
-	}
 	status, kind := r.hold()
 	end := time.Now()
 	if r.watch != nil {
@@ -390,6 +387,11 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 	r.emit(protocols.Sample{Metric: MetricConnect, Time: connected, Value: connected.Sub(begin), Status: resp.StatusCode})
 	c.open.Add(1)
 	defer c.open.Add(-1)
+	if r.watch == nil && sc.deliveryKey != "" && c.ledger != nil {
+		// Watching starts once the server has the stream: a send that
+		// begins from now on reaches this subscriber, or it is missed.
+		r.watch = c.ledger.Watch(sc.deliveryKey)
+	}
 
 	reader := r3sse.NewEventStreamReader(resp.Body, c.cfg.maxEventSize)
 	var last time.Time

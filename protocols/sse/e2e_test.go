@@ -1,0 +1,262 @@
+package sse_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	nethttp "net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core"
+	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/demo"
+	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/http"
+	"github.com/hload/hload/protocols/sse"
+)
+
+// run loads src (with files in its folder) and runs it with the http and
+// sse protocols and a ledger, as hload apply does.
+func run(t *testing.T, src string, files map[string]string) *metrics.Summary {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := protocols.NewRegistry(http.New(), sse.New())
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, dir, config.Options{Protocols: reg})
+	if diags.HasErrors() {
+		t.Fatalf("config: %s", diags.Error())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := core.Run(protocols.WithLedger(ctx, protocols.NewLedger()), test, core.Options{Protocols: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// deliveryTest is the must-show test: 200 subscribers, 40 for each of 5
+// users, hold their streams while a sender posts 500 notifications a
+// second for 10 s, after a 2 s lead so that every subscriber is in.
+const deliveryTest = `
+data "csv" "subs" {
+  path = "subs.csv"
+  mode = "sequential"
+}
+
+target "api" {
+  base_url = "%[1]s"
+  timeout  = "10s"
+}
+
+target "notify" {
+  protocol = "sse"
+  base_url = "%[1]s"
+}
+
+scenario "subscribers" {
+  executor   = "iterations"
+  vus        = 200
+  iterations = 1
+  target     = "notify"
+
+  request "subscribe" {
+    path          = "/api/notification/subscribe/${data.subs.user}"
+    duration      = "15s"
+    delivery_key  = data.subs.user
+    id_field      = "id"
+    sent_at_field = "sentAt"
+    sent_at_unit  = "us"
+  }
+}
+
+scenario "sender" {
+  executor   = "ramping-arrival-rate"
+  start_rate = 0
+  stages = [
+    { duration = "2s", target = 0 },
+    { duration = "1ms", target = 500 },
+    { duration = "10s", target = 500 },
+  ]
+  pre_allocated_vus = 50
+  max_vus           = 400
+  target            = "api"
+
+  request "send" {
+    method = "POST"
+    path   = "/api/notification/send"
+    let    = { uid = random_int(1, 5), id = "${vu.id}-${vu.iteration}" }
+    json = {
+      userId  = let.uid
+      message = random_string(16)
+      id      = let.id
+      sentAt  = unix_micros()
+    }
+    delivery = { key = let.uid, id = let.id }
+    check {
+      status = [200]
+    }
+  }
+}
+`
+
+// TestDeliveryMatchesServer: the events the subscribers received, and
+// those they missed, match the demo server's own counts exactly; the
+// server drops one delivery in 997 on purpose, so that missed is not 0.
+func TestDeliveryMatchesServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 15 s end-to-end run; skipped with -short")
+	}
+	srv, err := demo.Start(context.Background(), "127.0.0.1:0", demo.Options{NotificationDropEvery: 997, NotificationQueue: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var subs strings.Builder
+	subs.WriteString("user\n")
+	for i := range 200 {
+		fmt.Fprintf(&subs, "%d\n", i%5+1)
+	}
+	sum := run(t, fmt.Sprintf(deliveryTest, srv.URL()), map[string]string{"subs.csv": subs.String()})
+
+	var st demo.NotificationStats
+	resp, err := nethttp.Get(srv.URL() + "/api/notification/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+
+	sent := sum.Scenarios["sender"].Requests["send"]
+	subscribe := sum.Scenarios["subscribers"].Requests["subscribe"]
+	m := sum.Metrics
+	t.Logf("sent %d (status %v), server delivered %d, failed %d (dropped %d)", sent.Count, sent.Status, st.Delivered, st.Failed, st.Dropped)
+	t.Logf("subscribers received %d, missed %d; delivery latency p50 %.3f ms, p99 %.3f ms, max %.3f ms",
+		m[sse.MetricEvents].Count, m[sse.MetricEventsMissed].Count,
+		m[sse.MetricDeliveryLatency].P50, m[sse.MetricDeliveryLatency].P99, m[sse.MetricDeliveryLatency].Max)
+
+	if subscribe.Count != 200 || subscribe.Errors != 0 || m[sse.MetricConnect].Count != 200 {
+		t.Errorf("subscriptions: %d, errors %v, connects %d; want 200 without error", subscribe.Count, subscribe.ErrorsByKind, m[sse.MetricConnect].Count)
+	}
+	if sent.Count < 4500 || sent.Errors != 0 || sent.Status["200"] != sent.Count {
+		t.Errorf("sends: %d, errors %d, statuses %v; want about 5000, all 200", sent.Count, sent.Errors, sent.Status)
+	}
+	if st.Delivered == 0 {
+		t.Fatalf("server stats %+v", st)
+	}
+	if got := m[sse.MetricEvents].Count; got != st.Delivered {
+		t.Errorf("subscribers received %d events, the server delivered %d", got, st.Delivered)
+	}
+	if got := m[sse.MetricDeliveryLatency].Count; got != st.Delivered {
+		t.Errorf("%d delivery latencies for %d events delivered", got, st.Delivered)
+	}
+	if got := m[sse.MetricEventsMissed].Count; got != st.Failed || st.Failed == 0 {
+		t.Errorf("subscribers missed %d events, the server failed %d deliveries", got, st.Failed)
+	}
+	// Each send reaches the 40 subscribers of its user.
+	if want := 40 * sent.Count; st.Delivered+st.Failed != want {
+		t.Errorf("server delivered %d + failed %d, want 40 x %d sends = %d", st.Delivered, st.Failed, sent.Count, want)
+	}
+	for _, metric := range []string{sse.MetricExtractErrors, sse.MetricEventsLate, sse.MetricEventsDuplicate, sse.MetricDisconnects} {
+		if n := m[metric].Count; n != 0 {
+			t.Errorf("%s = %d, want 0", metric, n)
+		}
+	}
+	if sum.GaugesMax[sse.GaugeOpenStreams] != 200 {
+		t.Errorf("peak open streams %d, want 200", sum.GaugesMax[sse.GaugeOpenStreams])
+	}
+}
+
+// faultServer cycles through faults, one per connection: a stream closed
+// after two events, malformed frames then a close, and a stall.
+func faultServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	var conns atomic.Int64
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		n := conns.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		rc := nethttp.NewResponseController(w)
+		send := func(s string) { fmt.Fprint(w, s); rc.Flush() }
+		send("retry: 20\n\n")
+		switch n % 3 {
+		case 1: // closed mid-stream
+			send("data: one\n\n")
+			send("data: two\n\n")
+		case 2: // malformed frames, then closed
+			send("nonsense\n\n")
+			send("data: \xff\n\n")
+			send("data: after\n\n")
+		case 0: // a stall
+			send("data: then silence\n\n")
+			<-r.Context().Done()
+		}
+	}))
+	return srv, &conns
+}
+
+// TestFaultsEndToEnd: under a server that closes, garbles and stalls its
+// streams, the run completes, each fault is counted by kind, and streams
+// reconnect.
+func TestFaultsEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3 s end-to-end run; skipped with -short")
+	}
+	srv, conns := faultServer(t)
+	defer srv.Close()
+	sum := run(t, fmt.Sprintf(`
+target "flaky" {
+  protocol = "sse"
+  base_url = "%s"
+}
+scenario "subscribers" {
+  executor = "constant-vus"
+  vus      = 5
+  duration = "3s"
+  request "subscribe" {
+    path         = "/"
+    reconnect    = true
+    idle_timeout = "200ms"
+  }
+}
+threshold {
+  metric    = "sse_disconnects_stall"
+  condition = "count > 0"
+}
+threshold {
+  metric    = "sse_malformed"
+  condition = "count > 0"
+}
+`, srv.URL), nil)
+	m := sum.Metrics
+	t.Logf("connections %d; disconnects %d (eof %d, stall %d), reconnects %d, malformed frames %d, events %d",
+		conns.Load(), m[sse.MetricDisconnects].Count, m["sse_disconnects_eof"].Count, m["sse_disconnects_stall"].Count,
+		m[sse.MetricReconnects].Count, m[sse.MetricMalformed].Count, m[sse.MetricEvents].Count)
+	if !sum.Passed {
+		t.Errorf("thresholds on fault counts failed: %+v", sum.Thresholds)
+	}
+	r := sum.Scenarios["subscribers"].Requests["subscribe"]
+	if r.Count != 5 || r.Errors != 0 {
+		t.Errorf("subscriptions %d, errors %v: want 5 held to the end, reconnecting", r.Count, r.ErrorsByKind)
+	}
+	if m["sse_disconnects_eof"].Count == 0 || m[sse.MetricReconnects].Count == 0 {
+		t.Errorf("eof disconnects %d, reconnects %d: want both", m["sse_disconnects_eof"].Count, m[sse.MetricReconnects].Count)
+	}
+	if got, want := m[sse.MetricDisconnects].Count, m["sse_disconnects_eof"].Count+m["sse_disconnects_stall"].Count; got != want {
+		t.Errorf("disconnects %d, by kind %d", got, want)
+	}
+	// Every connection but the first of each stream follows a reconnect.
+	if got := m[sse.MetricConnect].Count; got != m[sse.MetricReconnects].Count+5 {
+		t.Errorf("connects %d, reconnects %d", got, m[sse.MetricReconnects].Count)
+	}
+}
