@@ -411,10 +411,12 @@ func TestServerDuplicateCallID(t *testing.T) {
 
 func TestHarnessStreamBreaks(t *testing.T) {
 	started := make(chan struct{}, 4)
+	ended := make(chan struct{}, 4) // on the plugin's side
 	h, c, _ := open(t, RemoteOptions{Name: "mqtt", Stderr: func() []string { return []string{"panic: oops", "goroutine 1"} }},
 		func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
 			started <- struct{}{}
 			<-ctx.Done()
+			ended <- struct{}{}
 		})
 	var wg sync.WaitGroup
 	results := make(chan []protocols.Sample, 4)
@@ -448,6 +450,14 @@ func TestHarnessStreamBreaks(t *testing.T) {
 	for got := range results {
 		if len(got) != 1 || got[0].Metric != protocols.MetricRequest || got[0].Error != ErrPlugin {
 			t.Errorf("pending call: got %+v", got)
+		}
+	}
+	// The plugin cancels the calls it was running when its stream ends.
+	for i := range 4 {
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of 4 calls still run in the plugin after its stream ended", 4-i)
 		}
 	}
 	got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")})
