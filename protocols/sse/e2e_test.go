@@ -260,3 +260,40 @@ threshold {
 		t.Errorf("connects %d, reconnects %d", got, m[sse.MetricReconnects].Count)
 	}
 }
+
+// TestBadValueIsReportedAtLoad: the config reports a bad SSE value at its
+// attribute, before any load is sent.
+func TestBadValueIsReportedAtLoad(t *testing.T) {
+	reg := protocols.NewRegistry(http.New(), sse.New())
+	_, diags := config.Parse(map[string][]byte{"test.hcl": []byte(`
+target "n" {
+  protocol = "sse"
+  base_url = "http://127.0.0.1:1"
+}
+scenario "s" {
+  executor   = "iterations"
+  vus        = 1
+  iterations = 1
+  request "sub" {
+    path     = "/s/${vu.id}"
+    duration = "soon"
+  }
+}
+`)}, t.TempDir(), config.Options{Protocols: reg})
+	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 12 ||
+		!strings.Contains(diags[0].Summary, "duration") || !strings.Contains(diags[0].Detail, `"soon" must be a positive duration`) {
+		t.Fatalf("diagnostics: %v", diags)
+	}
+}
+
+// TestExampleValidates: examples/sse-notifications.hcl loads.
+func TestExampleValidates(t *testing.T) {
+	reg := protocols.NewRegistry(http.New(), sse.New())
+	_, diags := config.Load([]string{filepath.Join("..", "..", "examples", "sse-notifications.hcl")}, config.Options{
+		Protocols: reg,
+		DemoURL:   func() (string, error) { return "http://127.0.0.1:1", nil },
+	})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+}
