@@ -147,3 +147,28 @@ scenario "s" {
 		t.Errorf("count %d, errors %d (%v): want 3 held calls ended as successes", figures.Count, figures.Errors, figures.ErrorsByKind)
 	}
 }
+
+// TestRunCreatesALedger: a run whose context has no ledger gets its own,
+// so the CLI's subscribers can match what they receive.
+func TestRunCreatesALedger(t *testing.T) {
+	p := &sendProtocol{accepted: map[string]bool{}}
+	test := loadWith(t, `
+target "t" { protocol = "send" }
+scenario "s" {
+  executor   = "iterations"
+  vus        = 1
+  iterations = 1
+  request "r" {
+    status   = 200
+    id       = "only"
+    delivery = { key = "k", id = "only" }
+  }
+}
+`, p)
+	if _, err := Run(context.Background(), test, Options{Protocols: protocols.NewRegistry(p)}); err != nil {
+		t.Fatal(err)
+	}
+	if p.ledger == nil {
+		t.Fatal("Open found no ledger in its context")
+	}
+}

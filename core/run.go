@@ -74,6 +74,12 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 	if interval <= 0 {
 		interval = time.Second
 	}
+	if protocols.LedgerFrom(ctx) == nil {
+		// One ledger per run: requests with a delivery attribute record
+		// their sends in it, and subscribers (SSE) match what they receive
+		// against it.
+		ctx = protocols.WithLedger(ctx, protocols.NewLedger())
+	}
 	state := &runState{evalErrors: map[string]string{}}
 	for _, s := range opts.Sinks {
 		raw, ok := s.(RawSink)

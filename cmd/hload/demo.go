@@ -16,17 +16,23 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the demo shop on")
+	delivery := fs.String("notification-delivery", demo.DeliveryPool, "how POST /api/notification/send delivers: pool or sequential")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: exitUsage}
 	}
+	if !demo.ValidDelivery(*delivery) {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--notification-delivery must be pool or sequential, not %q", *delivery)}
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	srv, err := demo.Start(ctx, *listen, demo.Options{})
+	srv, err := demo.Start(ctx, *listen, demo.Options{NotificationDelivery: *delivery})
 	if err != nil {
 		return &exitError{code: exitRuntime, err: fmt.Errorf("--listen %s: %w", *listen, err)}
 	}
 	defer srv.Close()
-	fmt.Fprintf(stdout, "demo shop serving on %s (GET /, POST /login, GET /products, GET /products/{id}, POST /orders); Ctrl-C stops it\n", srv.URL())
+	fmt.Fprintf(stdout, "demo shop serving on %s (GET /, POST /login, GET /products, GET /products/{id}, POST /orders;\n"+
+		"  notifications, %s delivery: POST /api/notification/send, GET /api/notification/subscribe/{userId} (SSE),\n"+
+		"  GET /api/notification/stats, PUT /api/notification/delivery); Ctrl-C stops it\n", srv.URL(), *delivery)
 	<-ctx.Done()
 	return nil
 }

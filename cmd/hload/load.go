@@ -15,6 +15,7 @@ import (
 	"github.com/hload/hload/protocols"
 	hloadamqp "github.com/hload/hload/protocols/amqp"
 	hloadhttp "github.com/hload/hload/protocols/http"
+	hloadsse "github.com/hload/hload/protocols/sse"
 	"github.com/hload/hload/sinks/csv"
 	"github.com/hload/hload/sinks/influxdb"
 )
@@ -64,7 +65,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // registry builds the protocols this binary knows. It is explicit, so
 // tests and plugins can build their own.
 func registry() *protocols.Registry {
-	return protocols.NewRegistry(hloadhttp.New(), hloadamqp.New())
+	return protocols.NewRegistry(hloadhttp.New(), hloadamqp.New(), hloadsse.New())
 }
 
 func sinkSpecs() map[string]hcldec.ObjectSpec {
