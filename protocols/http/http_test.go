@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -722,25 +721,6 @@ func TestManyVUs(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Error("second Close:", err)
-	}
-}
-
-func TestClassifyErr(t *testing.T) {
-	cases := []struct {
-		err  error
-		want protocols.ErrorKind
-	}{
-		{&net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}, protocols.ErrDNS},
-		{&net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, protocols.ErrTLS},
-		{io.ErrUnexpectedEOF, protocols.ErrReset},
-		{fmt.Errorf("read: %w", io.EOF), protocols.ErrReset},
-		{errors.New("tls: handshake failure"), protocols.ErrTLS},
-		{errors.New("malformed HTTP response"), protocols.ErrProtocol},
-	}
-	for _, tc := range cases {
-		if got := classifyErr(tc.err); got != tc.want {
-			t.Errorf("classifyErr(%v) = %q, want %q", tc.err, got, tc.want)
-		}
 	}
 }
 

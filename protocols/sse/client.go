@@ -495,7 +495,7 @@ func (r *run) connErr(err error) protocols.ErrorKind {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return protocols.ErrReset // closed before it answered
 	}
-	return classifyErr(err)
+	return protocols.NetErrorKind(err)
 }
 
 // readErr classifies the error that ended a connection's reading.
@@ -510,5 +510,5 @@ func (r *run) readErr(err error) protocols.ErrorKind {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return ErrEOF
 	}
-	return classifyErr(err)
+	return protocols.NetErrorKind(err)
 }
