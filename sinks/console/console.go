@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,7 +143,7 @@ func progressLine(p *progress) string {
 	}
 	line := fmt.Sprintf("[%5s] vus %d  rps %.0f  err %s%%  p95 %sms  dropped %d",
 		p.elapsed.Round(time.Second), p.vus, rps, formatPercent(errPct), formatMs(p.p95), p.dropped)
-	for _, n := range sortedKeys(p.gauges) {
+	for _, n := range slices.Sorted(maps.Keys(p.gauges)) {
 		line += fmt.Sprintf("  %s %d", n, p.gauges[n])
 	}
 	return line + "\n"

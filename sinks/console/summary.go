@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +31,7 @@ const (
 func WriteSummary(w io.Writer, sum metrics.Summary, noColor bool) error {
 	p := &printer{noColor: noColor}
 	p.run(&sum)
-	for _, name := range sortedKeys(sum.Scenarios) {
+	for _, name := range slices.Sorted(maps.Keys(sum.Scenarios)) {
 		p.scenario(name, sum.Scenarios[name], sum.DurationS)
 	}
 	p.metrics(sum.Metrics)
@@ -106,7 +107,7 @@ func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS f
 		p.printf("  %d planned iterations found no free VU and were not started; raise max_vus or lower the rate.\n",
 			sc.DroppedIterations)
 	}
-	names := sortedKeys(sc.Requests)
+	names := slices.Sorted(maps.Keys(sc.Requests))
 	if len(names) == 0 {
 		p.printf("  no requests\n")
 		return
@@ -190,7 +191,7 @@ func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
 	if len(ms) == 0 {
 		return
 	}
-	names := sortedKeys(ms)
+	names := slices.Sorted(maps.Keys(ms))
 	width := utf8.RuneCountInString("metric")
 	for _, n := range names {
 		width = max(width, utf8.RuneCountInString(n))
@@ -221,7 +222,7 @@ func (p *printer) gauges(peaks map[string]int64) {
 		return
 	}
 	p.printf("\npeaks\n ")
-	for _, n := range sortedKeys(peaks) {
+	for _, n := range slices.Sorted(maps.Keys(peaks)) {
 		p.printf(" %s %d", n, peaks[n])
 	}
 	p.printf("\n")
@@ -313,7 +314,7 @@ func pad(s string, width int) string {
 // counts renders a map of counts sorted by key: "200 1190  500 10".
 func counts(m map[string]int64) string {
 	var b strings.Builder
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b.WriteString("  ")
 		}
@@ -382,13 +383,4 @@ func kibPerSecond(bytes int64, durationS float64) string {
 		return "0"
 	}
 	return strconv.FormatFloat(float64(bytes)/durationS/1024, 'f', 1, 64)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

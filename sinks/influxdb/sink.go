@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,19 +219,7 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 	for i := range snap.Series {
 		f := &snap.Series[i]
 		s.series(l, "hload_requests", f.Scenario, f.Request)
-		l.int("count", f.Count)
-		l.int("errors", f.Errors)
-		l.float("error_rate", f.ErrorRate)
-		l.float("rps", f.RPS)
-		if f.Count > 0 {
-			// Without calls there is no latency; a 0 would pull
-			// the dashboard's means down.
-			latencyFields(l, &f.Latency)
-		}
-		l.int("bytes_sent", f.BytesSent)
-		l.int("bytes_received", f.BytesReceived)
-		l.int("checks_passed", f.Checks.Passed)
-		l.int("checks_failed", f.Checks.Failed)
+		requestFields(l, &f.RequestFigures)
 		l.int("active_vus", int64(snap.VUs[f.Scenario]))
 		s.push(l.end(t))
 
@@ -240,7 +229,7 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 			l.int("count", class.count)
 			s.push(l.end(t))
 		}
-		for _, kind := range sortedKeys(f.ErrorsByKind) {
+		for _, kind := range slices.Sorted(maps.Keys(f.ErrorsByKind)) {
 			s.series(l, "hload_errors", f.Scenario, f.Request)
 			l.tag("kind", kind)
 			l.int("count", f.ErrorsByKind[kind])
@@ -256,7 +245,7 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 	for sc := range snap.Dropped {
 		scenarios[sc] = true
 	}
-	for _, sc := range sortedKeys(scenarios) {
+	for _, sc := range slices.Sorted(maps.Keys(scenarios)) {
 		l.start("hload_scenarios", s.common)
 		l.tag("scenario", sc)
 		l.int("active_vus", int64(snap.VUs[sc]))
@@ -266,7 +255,7 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 
 	if len(snap.Gauges) > 0 {
 		l.start("hload_gauges", s.common)
-		for _, name := range sortedKeys(snap.Gauges) {
+		for _, name := range slices.Sorted(maps.Keys(snap.Gauges)) {
 			l.int(name, snap.Gauges[name])
 		}
 		s.push(l.end(t))
@@ -281,6 +270,23 @@ func (s *Sink) series(l *line, m, scenario, request string) {
 	l.start(m, s.common)
 	l.tag("request", request)
 	l.tag("scenario", scenario)
+}
+
+// requestFields writes a request's figures, of an interval or of the run.
+func requestFields(l *line, f *metrics.RequestFigures) {
+	l.int("count", f.Count)
+	l.int("errors", f.Errors)
+	l.float("error_rate", f.ErrorRate)
+	l.float("rps", f.RPS)
+	if f.Count > 0 {
+		// Without calls there is no latency; a 0 would pull the
+		// dashboard's means down.
+		latencyFields(l, &f.Latency)
+	}
+	l.int("bytes_sent", f.BytesSent)
+	l.int("bytes_received", f.BytesReceived)
+	l.int("checks_passed", f.Checks.Passed)
+	l.int("checks_failed", f.Checks.Failed)
 }
 
 func latencyFields(l *line, lf *metrics.LatencyFigures) {
@@ -298,7 +304,7 @@ func latencyFields(l *line, lf *metrics.LatencyFigures) {
 // metricPoints writes one point per protocol metric, such as
 // sse_delivery_latency or amqp_publish.
 func (s *Sink) metricPoints(l *line, m, scenario, request string, ms map[string]metrics.MetricFigures, t time.Time) {
-	for _, name := range sortedKeys(ms) {
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
 		mf := ms[name]
 		s.series(l, m, scenario, request)
 		l.tag("metric", name)
@@ -337,19 +343,10 @@ func statusClasses(status map[string]int64) []statusClass {
 		}
 	}
 	out := make([]statusClass, 0, len(by))
-	for _, name := range sortedKeys(by) {
+	for _, name := range slices.Sorted(maps.Keys(by)) {
 		out = append(out, statusClass{name, by[name]})
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // WriteRaw queues one point for a call, in measurement hload_raw. It is
@@ -443,22 +440,12 @@ func (s *Sink) writeTotals(sum metrics.Summary) {
 		t = time.Now()
 	}
 	l := &s.ln
-	for _, sc := range sortedKeys(sum.Scenarios) {
+	for _, sc := range slices.Sorted(maps.Keys(sum.Scenarios)) {
 		ss := sum.Scenarios[sc]
-		for _, rq := range sortedKeys(ss.Requests) {
+		for _, rq := range slices.Sorted(maps.Keys(ss.Requests)) {
 			f := ss.Requests[rq]
 			s.series(l, "hload_totals", sc, rq)
-			l.int("count", f.Count)
-			l.int("errors", f.Errors)
-			l.float("error_rate", f.ErrorRate)
-			l.float("rps", f.RPS)
-			if f.Count > 0 {
-				latencyFields(l, &f.Latency)
-			}
-			l.int("bytes_sent", f.BytesSent)
-			l.int("bytes_received", f.BytesReceived)
-			l.int("checks_passed", f.Checks.Passed)
-			l.int("checks_failed", f.Checks.Failed)
+			requestFields(l, f)
 			s.push(l.end(t))
 			s.metricPoints(l, "hload_metric_totals", sc, rq, f.Metrics, t)
 		}
