@@ -148,10 +148,15 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 	info.Started = time.Now()
 	for i, s := range opts.Sinks {
 		if err := s.Start(ctx, info); err != nil {
+			err = fmt.Errorf("sink %d could not start: %w", i+1, err)
+			// The sinks already started (the console's header is out)
+			// end with a summary that says why nothing ran.
+			none := metrics.Summary{HloadVersion: info.Version, RunID: info.RunID, Started: info.Started,
+				Ended: time.Now(), Failed: err.Error()}
 			for _, started := range opts.Sinks[:i] {
-				started.Close(metrics.Summary{})
+				started.Close(none)
 			}
-			return nil, fmt.Errorf("sink %d could not start: %w", i+1, err)
+			return nil, err
 		}
 	}
 

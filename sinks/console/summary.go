@@ -91,6 +91,11 @@ func (p *printer) run(sum *metrics.Summary) {
 		// Only the first line: the error's details (a plugin's stderr)
 		// follow the summary on stderr.
 		first, _, _ := strings.Cut(sum.Failed, "\n")
+		if sum.DurationS == 0 {
+			// Nothing ran (a sink could not start): no figures to qualify,
+			// and the verdict line says why.
+			return
+		}
 		p.printf("%s: %s; the figures cover the %.1fs before it.\n", p.paint("FAILED", false), first, sum.DurationS)
 	}
 	p.printf("Latencies in ms; KB/s in KiB per second.\n")
