@@ -55,7 +55,12 @@ install() {
 	if ! apt-cache show rabbitmq-server >/dev/null 2>&1; then
 		timeout 300 apt-get update >&2
 	fi
-	DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends rabbitmq-server >&2
+	if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends rabbitmq-server >&2; then
+		# Package lists that name files the mirror no longer has: refresh
+		# them once and try again.
+		timeout 300 apt-get update >&2
+		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends rabbitmq-server >&2
+	fi
 	if [ -n "$ours" ]; then
 		rm -f "$policy"
 	fi
