@@ -540,10 +540,14 @@ func (x *Sample) GetBody() []byte {
 }
 
 type SampleBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Samples       []*Sample              `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
-	Done          []uint64               `protobuf:"varint,2,rep,packed,name=done,proto3" json:"done,omitempty"`    // calls that have emitted all their samples
-	Heartbeat     bool                   `protobuf:"varint,3,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"` // sent when idle, so the host can tell a hung plugin
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Samples   []*Sample              `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
+	Done      []uint64               `protobuf:"varint,2,rep,packed,name=done,proto3" json:"done,omitempty"`    // calls that have emitted all their samples
+	Heartbeat bool                   `protobuf:"varint,3,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"` // sent when idle, so the host can tell a hung plugin
+	// The client's gauges (protocols.Gauger), such as open streams, sent at
+	// most every gauge interval; absent when the client has none or they
+	// are not due. An older host ignores them.
+	Gauges        []*Gauge `protobuf:"bytes,4,rep,name=gauges,proto3" json:"gauges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -599,6 +603,65 @@ func (x *SampleBatch) GetHeartbeat() bool {
 	return false
 }
 
+func (x *SampleBatch) GetGauges() []*Gauge {
+	if x != nil {
+		return x.Gauges
+	}
+	return nil
+}
+
+type Gauge struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         int64                  `protobuf:"varint,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Gauge) Reset() {
+	*x = Gauge{}
+	mi := &file_hload_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Gauge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Gauge) ProtoMessage() {}
+
+func (x *Gauge) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Gauge.ProtoReflect.Descriptor instead.
+func (*Gauge) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Gauge) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Gauge) GetValue() int64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -608,7 +671,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +683,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +696,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{9}
+	return file_hload_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -652,7 +715,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -664,7 +727,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -677,7 +740,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{10}
+	return file_hload_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -730,11 +793,15 @@ const file_hload_proto_rawDesc = "" +
 	"\n" +
 	"bytes_sent\x18\a \x01(\x03R\tbytesSent\x12%\n" +
 	"\x0ebytes_received\x18\b \x01(\x03R\rbytesReceived\x12\x12\n" +
-	"\x04body\x18\t \x01(\fR\x04body\"r\n" +
+	"\x04body\x18\t \x01(\fR\x04body\"\xa2\x01\n" +
 	"\vSampleBatch\x121\n" +
 	"\asamples\x18\x01 \x03(\v2\x17.hload.plugin.v1.SampleR\asamples\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
-	"\theartbeat\x18\x03 \x01(\bR\theartbeat\"+\n" +
+	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
+	"\x06gauges\x18\x04 \x03(\v2\x16.hload.plugin.v1.GaugeR\x06gauges\"1\n" +
+	"\x05Gauge\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value\"+\n" +
 	"\fCloseRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"%\n" +
 	"\rCloseResponse\x12\x14\n" +
@@ -757,7 +824,7 @@ func file_hload_proto_rawDescGZIP() []byte {
 	return file_hload_proto_rawDescData
 }
 
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_hload_proto_goTypes = []any{
 	(*DescribeRequest)(nil),  // 0: hload.plugin.v1.DescribeRequest
 	(*Attribute)(nil),        // 1: hload.plugin.v1.Attribute
@@ -768,27 +835,29 @@ var file_hload_proto_goTypes = []any{
 	(*CallBatch)(nil),        // 6: hload.plugin.v1.CallBatch
 	(*Sample)(nil),           // 7: hload.plugin.v1.Sample
 	(*SampleBatch)(nil),      // 8: hload.plugin.v1.SampleBatch
-	(*CloseRequest)(nil),     // 9: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),    // 10: hload.plugin.v1.CloseResponse
+	(*Gauge)(nil),            // 9: hload.plugin.v1.Gauge
+	(*CloseRequest)(nil),     // 10: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),    // 11: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
 	1,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
 	1,  // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
 	5,  // 2: hload.plugin.v1.CallBatch.calls:type_name -> hload.plugin.v1.Call
 	7,  // 3: hload.plugin.v1.SampleBatch.samples:type_name -> hload.plugin.v1.Sample
-	0,  // 4: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
-	3,  // 5: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
-	6,  // 6: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	9,  // 7: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
-	2,  // 8: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	4,  // 9: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	8,  // 10: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	10, // 11: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	9,  // 4: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
+	0,  // 5: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
+	3,  // 6: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
+	6,  // 7: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
+	10, // 8: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	2,  // 9: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	4,  // 10: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	8,  // 11: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	11, // 12: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_hload_proto_init() }
@@ -802,7 +871,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -560,5 +561,70 @@ func TestHarnessClose(t *testing.T) {
 	}
 	if err := h.Close(); err != nil {
 		t.Error(err)
+	}
+}
+
+// gaugeFake's clients hold a level that the test sets, as an SSE client
+// holds its open streams.
+type gaugeFake struct {
+	fake
+	level atomic.Int64
+}
+
+func (g *gaugeFake) Open(context.Context, cty.Value) (protocols.Client, error) {
+	return gaugeClient{g}, nil
+}
+
+type gaugeClient struct{ g *gaugeFake }
+
+func (c gaugeClient) Do(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+	okSample(emit)
+}
+func (c gaugeClient) Close() error { return nil }
+func (c gaugeClient) Gauges(report func(string, int64)) {
+	report("open_streams", c.g.level.Load())
+}
+
+// TestHarnessGauges: a plugin client's gauges reach the host's client
+// while no call runs, and follow their changes.
+func TestHarnessGauges(t *testing.T) {
+	g := &gaugeFake{}
+	h, err := NewHarness(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := h.Open(context.Background(), testTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	gauger, ok := c.(protocols.Gauger)
+	if !ok {
+		t.Fatal("the host's client is no protocols.Gauger")
+	}
+	read := func() (int64, bool) {
+		var v int64
+		seen := false
+		gauger.Gauges(func(name string, value int64) {
+			if name == "open_streams" {
+				v, seen = value, true
+			}
+		})
+		return v, seen
+	}
+	for _, want := range []int64{7, 3} {
+		g.level.Store(want)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if v, ok := read(); ok && v == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				v, ok := read()
+				t.Fatalf("gauge = %d (reported %v), want %d within 5 s", v, ok, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

@@ -231,12 +231,26 @@ type client struct {
 	failed chan error    // capacity 1: the one failure
 
 	encoded encodeCache // request encodings, reused while the value repeats
+
+	gaugesMu sync.Mutex
+	gauges   []*proto.Gauge // the plugin's last report
 }
 
 var (
 	_ protocols.Client = (*client)(nil)
 	_ protocols.Failer = (*client)(nil)
+	_ protocols.Gauger = (*client)(nil)
 )
+
+// Gauges implements protocols.Gauger with the levels the plugin's client
+// reported last, at most a gauge interval ago (none when it has none).
+func (c *client) Gauges(report func(name string, value int64)) {
+	c.gaugesMu.Lock()
+	defer c.gaugesMu.Unlock()
+	for _, g := range c.gauges {
+		report(g.Name, g.Value)
+	}
+}
 
 // Do implements protocols.Client.
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
@@ -455,6 +469,12 @@ func (c *client) receive() {
 			return
 		}
 		c.received.Add(1)
+		if len(b.Gauges) > 0 {
+			// The batch is the receiver's own, so its gauges can be kept.
+			c.gaugesMu.Lock()
+			c.gauges = b.Gauges
+			c.gaugesMu.Unlock()
+		}
 		if len(b.Samples) == 0 && len(b.Done) == 0 {
 			continue // a heartbeat
 		}

@@ -23,6 +23,11 @@ import (
 // well below the host's default hang timeout of 10 s.
 const heartbeatEvery = time.Second
 
+// gaugeEvery is how often a client's gauges (protocols.Gauger) go to the
+// host: well within the host's 1 s snapshot interval, and an idle stream
+// still reports them, as the sender's idle timer fires this often then.
+const gaugeEvery = 250 * time.Millisecond
+
 // server is the plugin's end of the wire: it serves impl over gRPC.
 type server struct {
 	proto.UnimplementedProtocolServer
@@ -420,7 +425,13 @@ func (r *run) send() {
 	batch := &proto.SampleBatch{}
 	var samples []*proto.Sample
 	var done []uint64
-	idle := time.NewTimer(r.s.heartbeat)
+	gauger, _ := r.client.(protocols.Gauger)
+	quiet := r.s.heartbeat // how long the sender may stay silent
+	if gauger != nil {
+		quiet = min(quiet, gaugeEvery)
+	}
+	var gaugesSent time.Time
+	idle := time.NewTimer(quiet)
 	defer idle.Stop()
 	for {
 		heartbeat := false
@@ -453,6 +464,13 @@ func (r *run) send() {
 		}
 		batch.Samples, batch.Done = samples, done
 		batch.Heartbeat = len(samples) == 0 && len(done) == 0
+		batch.Gauges = batch.Gauges[:0]
+		if now := time.Now(); gauger != nil && now.Sub(gaugesSent) >= gaugeEvery {
+			gaugesSent = now
+			gauger.Gauges(func(name string, v int64) {
+				batch.Gauges = append(batch.Gauges, &proto.Gauge{Name: name, Value: v})
+			})
+		}
 		err := r.stream.Send(batch)
 		// Send has marshalled the batch, so its samples can be reused.
 		r.mu.Lock()
@@ -463,7 +481,7 @@ func (r *run) send() {
 			return // the stream is gone; Run's Recv sees it too
 		}
 		// Since Go 1.23, Reset also discards a fire that nobody received.
-		idle.Reset(r.s.heartbeat)
+		idle.Reset(quiet)
 	}
 }
 
