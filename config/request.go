@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -392,7 +393,15 @@ func (l *loader) validateRequest(r *Request, content *hcl.BodyContent, sample *h
 	if a := content.Attributes[name]; a != nil {
 		rng = a.Expr.Range()
 	}
-	return hcl.Diagnostics{errorDiag(rng, "Invalid "+name, "%s", capitalize(err.Error())+".")}
+	msg := err.Error()
+	if name == "" || !strings.HasPrefix(msg, name) {
+		msg = capitalize(msg) // an attribute's name keeps its spelling
+	}
+	summary := "Invalid " + name
+	if name == "" {
+		summary = "Invalid request"
+	}
+	return hcl.Diagnostics{errorDiag(rng, summary, "%s", msg+".")}
 }
 
 // requestSchema returns the schema of a request to a protocol: the core

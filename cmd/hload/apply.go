@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/sinks/console"
@@ -86,26 +87,11 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	}
 
 	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
-	for _, s := range test.Sinks {
-		var sk core.Sink
-		var err error
-		switch s.Type {
-		case "csv":
-			sk, err = csv.New(s.Config, "")
-		case "influxdb":
-			segTag := ""
-			if seg.Count > 1 {
-				segTag = seg.String()
-			}
-			sk, err = influxdb.New(s.Config, influxdb.Options{Log: stderr, Segment: segTag})
-		default:
-			continue // config knows no other type
-		}
-		if err != nil {
-			return &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
-		}
-		sinks = append(sinks, sk)
+	configured, err := newSinks(test, seg, stderr)
+	if err != nil {
+		return err
 	}
+	sinks = append(sinks, configured...)
 
 	if !startTime.IsZero() {
 		if err := waitUntil(ctx, stop, startTime); err != nil {
@@ -186,6 +172,34 @@ func writeJSON(path string, v any) error {
 // validateOnly is the DemoURL for commands that must not start anything.
 func validateOnly() (string, error) { return "http://127.0.0.1:0", nil }
 
+// newSinks builds the test's sink blocks, without starting them: validate
+// builds them too, so a bad setting is found before a run. The console
+// sink is the caller's.
+func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sink, error) {
+	var sinks []core.Sink
+	for _, s := range test.Sinks {
+		var sk core.Sink
+		var err error
+		switch s.Type {
+		case "csv":
+			sk, err = csv.New(s.Config, "")
+		case "influxdb":
+			segTag := ""
+			if seg.Count > 1 {
+				segTag = seg.String()
+			}
+			sk, err = influxdb.New(s.Config, influxdb.Options{Log: stderr, Segment: segTag})
+		default:
+			continue // config knows no other type
+		}
+		if err != nil {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
+		}
+		sinks = append(sinks, sk)
+	}
+	return sinks, nil
+}
+
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -199,6 +213,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	defer plugins.killAll()
 	test, err := loadTest(files, &common, validateOnly, plugins, stderr)
 	if err != nil {
+		return err
+	}
+	if _, err := newSinks(test, core.Segment{}, stderr); err != nil {
 		return err
 	}
 	requests := 0

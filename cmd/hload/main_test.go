@@ -132,6 +132,8 @@ func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "test.hcl", smallTest)
 	writeFile(t, dir, "broken.hcl", "scenario \"s\" {\n  executor = \"nope\"\n}\n")
+	writeFile(t, dir, "badsink.hcl", strings.Replace(smallTest, "sink \"csv\" {\n  path = \"out.csv\"\n}",
+		"sink \"influxdb\" {\n  url = \"http://127.0.0.1:1\"\n  bucket = \"hload\"\n  buffer = -5\n}", 1))
 	// Port 1 on loopback: nothing listens there.
 	writeFile(t, dir, "influx.hcl", strings.Replace(smallTest, "sink \"csv\" {\n  path = \"out.csv\"\n}",
 		"sink \"influxdb\" {\n  url = \"http://127.0.0.1:1\"\n  bucket = \"hload\"\n}", 1))
@@ -155,6 +157,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"launch"}, 2, "unknown command"},
 		{"sink cannot start", []string{"apply", "--quiet", "test.hcl", base, "--var", "duration=1s"}, 1, "sink"},
 		{"influxdb unreachable", []string{"apply", "--quiet", "influx.hcl", base}, 1, "does not answer"},
+		{"validate bad sink setting", []string{"validate", "badsink.hcl", base}, 2, `"buffer" must be a positive whole number`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
