@@ -2,13 +2,20 @@
 # interval's figures sent to InfluxDB. Start InfluxDB and Grafana as
 # examples/grafana/README.md says, then:
 #
-#   export INFLUX_URL=http://127.0.0.1:8086 INFLUX_TOKEN=... INFLUX_BUCKET=hload
-#   go run ./cmd/hload apply examples/influxdb.hcl
+#   export INFLUX_TOKEN=...
+#   go run ./cmd/hload apply examples/influxdb.hcl --var influx_url=http://127.0.0.1:8086
 #
 # With the InfluxDB 1.8 that scripts/influxd.sh starts:
 #
 #   eval "$(scripts/influxd.sh start)"
-#   INFLUX_URL=$HLOAD_INFLUX_URL INFLUX_BUCKET=hload go run ./cmd/hload apply examples/influxdb.hcl
+#   go run ./cmd/hload apply examples/influxdb.hcl --var influx_url=$HLOAD_INFLUX_URL
+
+variable "influx_url" {
+  default = "http://127.0.0.1:8086"
+}
+variable "influx_bucket" {
+  default = "hload" # 1.8: "database" or "database/retention-policy"
+}
 
 target "shop" {
   base_url = demo_url()
@@ -35,10 +42,10 @@ scenario "browse" {
 }
 
 sink "influxdb" {
-  url      = env("INFLUX_URL")
-  token    = env("INFLUX_TOKEN")
-  org      = "hload"             # InfluxDB 1.8 ignores it
-  bucket   = env("INFLUX_BUCKET") # 1.8: "database" or "database/retention-policy"
+  url      = var.influx_url
+  token    = env("INFLUX_TOKEN")  # empty when InfluxDB 1.8 runs without auth
+  org      = "hload"              # InfluxDB 1.8 ignores it
+  bucket   = var.influx_bucket
   tags     = { env = "laptop" }
   required = true                # false: run on, with a warning, when InfluxDB is down at the start
 }

@@ -690,7 +690,7 @@ func TestExampleFileLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"INFLUX_URL": "http://127.0.0.1:8086", "INFLUX_TOKEN": "t", "INFLUX_BUCKET": "hload"}
+	env := map[string]string{"INFLUX_TOKEN": "t"}
 	test, diags := config.Parse(map[string][]byte{path: src}, filepath.Dir(path), config.Options{
 		Protocols: protocols.NewRegistry(hloadhttp.New()),
 		Sinks:     map[string]hcldec.ObjectSpec{"influxdb": influxdb.Spec(), "csv": csvsink.Spec()},
