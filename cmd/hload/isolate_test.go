@@ -18,6 +18,7 @@ import (
 
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/plugins/host"
+	"github.com/hload/hload/plugins/sdk"
 )
 
 // isolateTest runs VUS VUs for DURATION against var.base_url, with
@@ -118,7 +119,7 @@ func TestPluginDescribeHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}
-	if d.Name != "http" || d.Version == "" || d.SDKVersion == "" || d.ProtocolVersion != 1 {
+	if d.Name != "http" || d.Version == "" || d.SDKVersion == "" || d.ProtocolVersion != sdk.ProtocolVersion {
 		t.Errorf("description = %+v", d)
 	}
 	has := func(attrs []host.SchemaAttribute, want host.SchemaAttribute) bool {

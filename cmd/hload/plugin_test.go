@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/plugins/sdk"
 )
 
 // The plugin binaries the end-to-end plugin tests run: the example plugin,
@@ -498,7 +499,7 @@ func TestPluginStartFailures(t *testing.T) {
 		// go-plugin's refusal, printed by the plugin itself, is its last
 		// stderr line; the hint says what it means.
 		{"badcookie", []string{"magic cookie", "This binary is a plugin"}},
-		{"badversion", []string{"protocol version", "version 2", "version 1"}},
+		{"badversion", []string{"protocol version", fmt.Sprintf("version %d", sdk.ProtocolVersion+1), fmt.Sprintf("version %d", sdk.ProtocolVersion)}},
 	} {
 		t.Run(tc.plugin, func(t *testing.T) {
 			bin, sum := pluginCopy(t, tc.plugin)

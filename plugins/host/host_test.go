@@ -17,6 +17,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
 )
 
@@ -227,7 +228,7 @@ func TestPluginRunsCalls(t *testing.T) {
 	}
 
 	d := Describe(p)
-	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != 1 {
+	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != sdk.ProtocolVersion {
 		t.Errorf("Describe = %+v", d)
 	}
 	if len(d.TargetSchema) != 1 || d.TargetSchema[0] != (SchemaAttribute{Name: "address", Type: "string", Required: true}) {
@@ -281,7 +282,7 @@ func TestStartFailures(t *testing.T) {
 		want []string
 	}{
 		{"wrong-cookie", []string{"magic cookie did not match", "This binary is a plugin"}},
-		{"wrong-version", []string{"speaks protocol version 99", "this hload speaks protocol version 1"}},
+		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d", sdk.ProtocolVersion)}},
 		{"hang", []string{"did not start within 1s", "fake: hanging at start"}},
 	}
 	for _, c := range cases {

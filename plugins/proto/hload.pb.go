@@ -287,102 +287,29 @@ func (x *OpenResponse) GetClientId() uint64 {
 	return 0
 }
 
-type Call struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Id              uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Vu              uint64                 `protobuf:"varint,2,opt,name=vu,proto3" json:"vu,omitempty"`
-	Iteration       uint64                 `protobuf:"varint,3,opt,name=iteration,proto3" json:"iteration,omitempty"`
-	PlannedUnixNano int64                  `protobuf:"varint,4,opt,name=planned_unix_nano,json=plannedUnixNano,proto3" json:"planned_unix_nano,omitempty"`
-	RequestMsgpack  []byte                 `protobuf:"bytes,5,opt,name=request_msgpack,json=requestMsgpack,proto3" json:"request_msgpack,omitempty"` // the request object, cty msgpack of the request schema's type
-	KeepBody        bool                   `protobuf:"varint,6,opt,name=keep_body,json=keepBody,proto3" json:"keep_body,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *Call) Reset() {
-	*x = Call{}
-	mi := &file_hload_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Call) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Call) ProtoMessage() {}
-
-func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Call.ProtoReflect.Descriptor instead.
-func (*Call) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *Call) GetId() uint64 {
-	if x != nil {
-		return x.Id
-	}
-	return 0
-}
-
-func (x *Call) GetVu() uint64 {
-	if x != nil {
-		return x.Vu
-	}
-	return 0
-}
-
-func (x *Call) GetIteration() uint64 {
-	if x != nil {
-		return x.Iteration
-	}
-	return 0
-}
-
-func (x *Call) GetPlannedUnixNano() int64 {
-	if x != nil {
-		return x.PlannedUnixNano
-	}
-	return 0
-}
-
-func (x *Call) GetRequestMsgpack() []byte {
-	if x != nil {
-		return x.RequestMsgpack
-	}
-	return nil
-}
-
-func (x *Call) GetKeepBody() bool {
-	if x != nil {
-		return x.KeepBody
-	}
-	return false
-}
-
+// CallBatch carries calls column by column: the n-th entry of each call
+// column belongs to the n-th call. Columns of scalars are packed, so a
+// batch decodes into a few slices rather than a message per call.
 type CallBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // set on the first batch of a stream
-	Calls         []*Call                `protobuf:"bytes,2,rep,name=calls,proto3" json:"calls,omitempty"`
-	Cancel        []uint64               `protobuf:"varint,3,rep,packed,name=cancel,proto3" json:"cancel,omitempty"` // ids of calls to cancel: the run's graceful stop ran out
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ClientId        uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // set on the first batch of a stream
+	Cancel          []uint64               `protobuf:"varint,3,rep,packed,name=cancel,proto3" json:"cancel,omitempty"`              // ids of calls to cancel: the run's graceful stop ran out
+	CallId          []uint64               `protobuf:"varint,4,rep,packed,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Vu              []uint64               `protobuf:"varint,5,rep,packed,name=vu,proto3" json:"vu,omitempty"`
+	Iteration       []uint64               `protobuf:"varint,6,rep,packed,name=iteration,proto3" json:"iteration,omitempty"`
+	PlannedUnixNano []int64                `protobuf:"varint,7,rep,packed,name=planned_unix_nano,json=plannedUnixNano,proto3" json:"planned_unix_nano,omitempty"` // 0: no planned start (closed model)
+	KeepBody        []bool                 `protobuf:"varint,8,rep,packed,name=keep_body,json=keepBody,proto3" json:"keep_body,omitempty"`
+	// Each call's request, as an index into requests. Requests repeat, so
+	// each distinct one travels once per batch.
+	Request       []uint32 `protobuf:"varint,9,rep,packed,name=request,proto3" json:"request,omitempty"`
+	Requests      [][]byte `protobuf:"bytes,10,rep,name=requests,proto3" json:"requests,omitempty"` // request objects, cty msgpack of the request schema's type
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallBatch) Reset() {
 	*x = CallBatch{}
-	mi := &file_hload_proto_msgTypes[6]
+	mi := &file_hload_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -394,7 +321,7 @@ func (x *CallBatch) String() string {
 func (*CallBatch) ProtoMessage() {}
 
 func (x *CallBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[6]
+	mi := &file_hload_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -407,7 +334,7 @@ func (x *CallBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallBatch.ProtoReflect.Descriptor instead.
 func (*CallBatch) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{6}
+	return file_hload_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CallBatch) GetClientId() uint64 {
@@ -417,13 +344,6 @@ func (x *CallBatch) GetClientId() uint64 {
 	return 0
 }
 
-func (x *CallBatch) GetCalls() []*Call {
-	if x != nil {
-		return x.Calls
-	}
-	return nil
-}
-
 func (x *CallBatch) GetCancel() []uint64 {
 	if x != nil {
 		return x.Cancel
@@ -431,130 +351,86 @@ func (x *CallBatch) GetCancel() []uint64 {
 	return nil
 }
 
-type Sample struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CallId        uint64                 `protobuf:"varint,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	Metric        string                 `protobuf:"bytes,2,opt,name=metric,proto3" json:"metric,omitempty"`
-	TimeUnixNano  int64                  `protobuf:"varint,3,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
-	ValueNanos    int64                  `protobuf:"varint,4,opt,name=value_nanos,json=valueNanos,proto3" json:"value_nanos,omitempty"`
-	Status        int32                  `protobuf:"varint,5,opt,name=status,proto3" json:"status,omitempty"`
-	Error         string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
-	BytesSent     int64                  `protobuf:"varint,7,opt,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
-	BytesReceived int64                  `protobuf:"varint,8,opt,name=bytes_received,json=bytesReceived,proto3" json:"bytes_received,omitempty"`
-	Body          []byte                 `protobuf:"bytes,9,opt,name=body,proto3" json:"body,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Sample) Reset() {
-	*x = Sample{}
-	mi := &file_hload_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Sample) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Sample) ProtoMessage() {}
-
-func (x *Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Sample.ProtoReflect.Descriptor instead.
-func (*Sample) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *Sample) GetCallId() uint64 {
+func (x *CallBatch) GetCallId() []uint64 {
 	if x != nil {
 		return x.CallId
-	}
-	return 0
-}
-
-func (x *Sample) GetMetric() string {
-	if x != nil {
-		return x.Metric
-	}
-	return ""
-}
-
-func (x *Sample) GetTimeUnixNano() int64 {
-	if x != nil {
-		return x.TimeUnixNano
-	}
-	return 0
-}
-
-func (x *Sample) GetValueNanos() int64 {
-	if x != nil {
-		return x.ValueNanos
-	}
-	return 0
-}
-
-func (x *Sample) GetStatus() int32 {
-	if x != nil {
-		return x.Status
-	}
-	return 0
-}
-
-func (x *Sample) GetError() string {
-	if x != nil {
-		return x.Error
-	}
-	return ""
-}
-
-func (x *Sample) GetBytesSent() int64 {
-	if x != nil {
-		return x.BytesSent
-	}
-	return 0
-}
-
-func (x *Sample) GetBytesReceived() int64 {
-	if x != nil {
-		return x.BytesReceived
-	}
-	return 0
-}
-
-func (x *Sample) GetBody() []byte {
-	if x != nil {
-		return x.Body
 	}
 	return nil
 }
 
+func (x *CallBatch) GetVu() []uint64 {
+	if x != nil {
+		return x.Vu
+	}
+	return nil
+}
+
+func (x *CallBatch) GetIteration() []uint64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return nil
+}
+
+func (x *CallBatch) GetPlannedUnixNano() []int64 {
+	if x != nil {
+		return x.PlannedUnixNano
+	}
+	return nil
+}
+
+func (x *CallBatch) GetKeepBody() []bool {
+	if x != nil {
+		return x.KeepBody
+	}
+	return nil
+}
+
+func (x *CallBatch) GetRequest() []uint32 {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *CallBatch) GetRequests() [][]byte {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+// SampleBatch carries samples column by column, as CallBatch carries calls.
+// A call's samples are contiguous and in the order it emitted them.
 type SampleBatch struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
-	Samples   []*Sample              `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
 	Done      []uint64               `protobuf:"varint,2,rep,packed,name=done,proto3" json:"done,omitempty"`    // calls that have emitted all their samples
 	Heartbeat bool                   `protobuf:"varint,3,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"` // sent when idle, so the host can tell a hung plugin
 	// The client's gauges (protocols.Gauger), such as open streams, sent at
 	// most every gauge interval; absent when the client has none or they
-	// are not due. An older host ignores them.
+	// are not due.
 	Gauges        []*Gauge `protobuf:"bytes,4,rep,name=gauges,proto3" json:"gauges,omitempty"`
+	CallId        []uint64 `protobuf:"varint,5,rep,packed,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Metric        []uint32 `protobuf:"varint,6,rep,packed,name=metric,proto3" json:"metric,omitempty"`                                   // an index into names
+	TimeUnixNano  []int64  `protobuf:"varint,7,rep,packed,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"` // 0: no time
+	ValueNanos    []int64  `protobuf:"varint,8,rep,packed,name=value_nanos,json=valueNanos,proto3" json:"value_nanos,omitempty"`
+	Status        []int32  `protobuf:"varint,9,rep,packed,name=status,proto3" json:"status,omitempty"`
+	Error         []uint32 `protobuf:"varint,10,rep,packed,name=error,proto3" json:"error,omitempty"` // 0: no error; k: names[k-1]
+	BytesSent     []int64  `protobuf:"varint,11,rep,packed,name=bytes_sent,json=bytesSent,proto3" json:"bytes_sent,omitempty"`
+	BytesReceived []int64  `protobuf:"varint,12,rep,packed,name=bytes_received,json=bytesReceived,proto3" json:"bytes_received,omitempty"`
+	// The distinct metric names and error kinds of the batch's samples.
+	Names []string `protobuf:"bytes,13,rep,name=names,proto3" json:"names,omitempty"`
+	// The bodies kept (CallBatch.keep_body): body_sample[i] is the index in the
+	// batch of the sample whose body is bodies[i].
+	BodySample    []uint32 `protobuf:"varint,14,rep,packed,name=body_sample,json=bodySample,proto3" json:"body_sample,omitempty"`
+	Bodies        [][]byte `protobuf:"bytes,15,rep,name=bodies,proto3" json:"bodies,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleBatch) Reset() {
 	*x = SampleBatch{}
-	mi := &file_hload_proto_msgTypes[8]
+	mi := &file_hload_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -566,7 +442,7 @@ func (x *SampleBatch) String() string {
 func (*SampleBatch) ProtoMessage() {}
 
 func (x *SampleBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[8]
+	mi := &file_hload_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -579,14 +455,7 @@ func (x *SampleBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleBatch.ProtoReflect.Descriptor instead.
 func (*SampleBatch) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *SampleBatch) GetSamples() []*Sample {
-	if x != nil {
-		return x.Samples
-	}
-	return nil
+	return file_hload_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SampleBatch) GetDone() []uint64 {
@@ -610,6 +479,83 @@ func (x *SampleBatch) GetGauges() []*Gauge {
 	return nil
 }
 
+func (x *SampleBatch) GetCallId() []uint64 {
+	if x != nil {
+		return x.CallId
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetMetric() []uint32 {
+	if x != nil {
+		return x.Metric
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetTimeUnixNano() []int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetValueNanos() []int64 {
+	if x != nil {
+		return x.ValueNanos
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetStatus() []int32 {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetError() []uint32 {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetBytesSent() []int64 {
+	if x != nil {
+		return x.BytesSent
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetBytesReceived() []int64 {
+	if x != nil {
+		return x.BytesReceived
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetBodySample() []uint32 {
+	if x != nil {
+		return x.BodySample
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetBodies() [][]byte {
+	if x != nil {
+		return x.Bodies
+	}
+	return nil
+}
+
 type Gauge struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -620,7 +566,7 @@ type Gauge struct {
 
 func (x *Gauge) Reset() {
 	*x = Gauge{}
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +578,7 @@ func (x *Gauge) String() string {
 func (*Gauge) ProtoMessage() {}
 
 func (x *Gauge) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +591,7 @@ func (x *Gauge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gauge.ProtoReflect.Descriptor instead.
 func (*Gauge) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{9}
+	return file_hload_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Gauge) GetName() string {
@@ -671,7 +617,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +629,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +642,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{10}
+	return file_hload_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -715,7 +661,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[11]
+	mi := &file_hload_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +673,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[11]
+	mi := &file_hload_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +686,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{11}
+	return file_hload_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -770,35 +716,37 @@ const file_hload_proto_rawDesc = "" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xb6\x01\n" +
-	"\x04Call\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x0e\n" +
-	"\x02vu\x18\x02 \x01(\x04R\x02vu\x12\x1c\n" +
-	"\titeration\x18\x03 \x01(\x04R\titeration\x12*\n" +
-	"\x11planned_unix_nano\x18\x04 \x01(\x03R\x0fplannedUnixNano\x12'\n" +
-	"\x0frequest_msgpack\x18\x05 \x01(\fR\x0erequestMsgpack\x12\x1b\n" +
-	"\tkeep_body\x18\x06 \x01(\bR\bkeepBody\"m\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\x8c\x02\n" +
 	"\tCallBatch\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12+\n" +
-	"\x05calls\x18\x02 \x03(\v2\x15.hload.plugin.v1.CallR\x05calls\x12\x16\n" +
-	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\"\x88\x02\n" +
-	"\x06Sample\x12\x17\n" +
-	"\acall_id\x18\x01 \x01(\x04R\x06callId\x12\x16\n" +
-	"\x06metric\x18\x02 \x01(\tR\x06metric\x12$\n" +
-	"\x0etime_unix_nano\x18\x03 \x01(\x03R\ftimeUnixNano\x12\x1f\n" +
-	"\vvalue_nanos\x18\x04 \x01(\x03R\n" +
-	"valueNanos\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\x05R\x06status\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\x12\x1d\n" +
-	"\n" +
-	"bytes_sent\x18\a \x01(\x03R\tbytesSent\x12%\n" +
-	"\x0ebytes_received\x18\b \x01(\x03R\rbytesReceived\x12\x12\n" +
-	"\x04body\x18\t \x01(\fR\x04body\"\xa2\x01\n" +
-	"\vSampleBatch\x121\n" +
-	"\asamples\x18\x01 \x03(\v2\x17.hload.plugin.v1.SampleR\asamples\x12\x12\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
+	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
+	"\acall_id\x18\x04 \x03(\x04R\x06callId\x12\x0e\n" +
+	"\x02vu\x18\x05 \x03(\x04R\x02vu\x12\x1c\n" +
+	"\titeration\x18\x06 \x03(\x04R\titeration\x12*\n" +
+	"\x11planned_unix_nano\x18\a \x03(\x03R\x0fplannedUnixNano\x12\x1b\n" +
+	"\tkeep_body\x18\b \x03(\bR\bkeepBody\x12\x18\n" +
+	"\arequest\x18\t \x03(\rR\arequest\x12\x1a\n" +
+	"\brequests\x18\n" +
+	" \x03(\fR\brequestsJ\x04\b\x02\x10\x03\"\xb0\x03\n" +
+	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
-	"\x06gauges\x18\x04 \x03(\v2\x16.hload.plugin.v1.GaugeR\x06gauges\"1\n" +
+	"\x06gauges\x18\x04 \x03(\v2\x16.hload.plugin.v1.GaugeR\x06gauges\x12\x17\n" +
+	"\acall_id\x18\x05 \x03(\x04R\x06callId\x12\x16\n" +
+	"\x06metric\x18\x06 \x03(\rR\x06metric\x12$\n" +
+	"\x0etime_unix_nano\x18\a \x03(\x03R\ftimeUnixNano\x12\x1f\n" +
+	"\vvalue_nanos\x18\b \x03(\x03R\n" +
+	"valueNanos\x12\x16\n" +
+	"\x06status\x18\t \x03(\x05R\x06status\x12\x14\n" +
+	"\x05error\x18\n" +
+	" \x03(\rR\x05error\x12\x1d\n" +
+	"\n" +
+	"bytes_sent\x18\v \x03(\x03R\tbytesSent\x12%\n" +
+	"\x0ebytes_received\x18\f \x03(\x03R\rbytesReceived\x12\x14\n" +
+	"\x05names\x18\r \x03(\tR\x05names\x12\x1f\n" +
+	"\vbody_sample\x18\x0e \x03(\rR\n" +
+	"bodySample\x12\x16\n" +
+	"\x06bodies\x18\x0f \x03(\fR\x06bodiesJ\x04\b\x01\x10\x02\"1\n" +
 	"\x05Gauge\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\"+\n" +
@@ -824,40 +772,36 @@ func file_hload_proto_rawDescGZIP() []byte {
 	return file_hload_proto_rawDescData
 }
 
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_hload_proto_goTypes = []any{
 	(*DescribeRequest)(nil),  // 0: hload.plugin.v1.DescribeRequest
 	(*Attribute)(nil),        // 1: hload.plugin.v1.Attribute
 	(*DescribeResponse)(nil), // 2: hload.plugin.v1.DescribeResponse
 	(*OpenRequest)(nil),      // 3: hload.plugin.v1.OpenRequest
 	(*OpenResponse)(nil),     // 4: hload.plugin.v1.OpenResponse
-	(*Call)(nil),             // 5: hload.plugin.v1.Call
-	(*CallBatch)(nil),        // 6: hload.plugin.v1.CallBatch
-	(*Sample)(nil),           // 7: hload.plugin.v1.Sample
-	(*SampleBatch)(nil),      // 8: hload.plugin.v1.SampleBatch
-	(*Gauge)(nil),            // 9: hload.plugin.v1.Gauge
-	(*CloseRequest)(nil),     // 10: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),    // 11: hload.plugin.v1.CloseResponse
+	(*CallBatch)(nil),        // 5: hload.plugin.v1.CallBatch
+	(*SampleBatch)(nil),      // 6: hload.plugin.v1.SampleBatch
+	(*Gauge)(nil),            // 7: hload.plugin.v1.Gauge
+	(*CloseRequest)(nil),     // 8: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),    // 9: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
-	1,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
-	1,  // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
-	5,  // 2: hload.plugin.v1.CallBatch.calls:type_name -> hload.plugin.v1.Call
-	7,  // 3: hload.plugin.v1.SampleBatch.samples:type_name -> hload.plugin.v1.Sample
-	9,  // 4: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
-	0,  // 5: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
-	3,  // 6: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
-	6,  // 7: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	10, // 8: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
-	2,  // 9: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	4,  // 10: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	8,  // 11: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	11, // 12: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	1, // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
+	1, // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
+	7, // 2: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
+	0, // 3: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
+	3, // 4: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
+	5, // 5: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
+	8, // 6: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	2, // 7: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	4, // 8: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	6, // 9: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	9, // 10: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	7, // [7:11] is the sub-list for method output_type
+	3, // [3:7] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_hload_proto_init() }
@@ -871,7 +815,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,7 +21,7 @@ const Version = "0.1.0"
 
 // ProtocolVersion is the wire protocol's version. It goes up whenever host
 // and plugin could no longer safely talk; go-plugin refuses a mismatch.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // PluginName is the name of the one plugin a plugin binary serves.
 const PluginName = "protocol"

@@ -164,6 +164,72 @@ func TestHarnessValues(t *testing.T) {
 	}
 }
 
+// TestHarnessBatchedCallsKeepTheirSamples runs many calls at once, so
+// they share batches both ways: each gets back exactly its own samples,
+// errors and bodies, though the wire carries them column by column with
+// shared string tables.
+func TestHarnessBatchedCallsKeepTheirSamples(t *testing.T) {
+	_, c, _ := open(t, RemoteOptions{}, func(_ context.Context, call protocols.Call, emit func(protocols.Sample)) {
+		vu := call.VU
+		if vu%3 == 0 {
+			emit(protocols.Sample{Metric: protocols.MetricConnect, Value: time.Duration(vu)})
+		}
+		s := protocols.Sample{Metric: protocols.MetricRequest, Time: time.Unix(0, int64(vu)), Value: time.Duration(vu), Status: int(vu)}
+		if vu%2 == 0 {
+			s.Body = []byte(fmt.Sprint("body ", vu))
+		}
+		if vu%5 == 0 {
+			s.Error = protocols.ErrTimeout
+		}
+		emit(s)
+	})
+	const vus = 64
+	errs := make(chan string, vus)
+	var wg sync.WaitGroup
+	for vu := uint64(1); vu <= vus; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range uint64(20) {
+				got := collect(context.Background(), c, protocols.Call{VU: vu, Iteration: it, Request: request(fmt.Sprint("/", vu%4)), KeepBody: vu%4 == 0})
+				want := 1
+				if vu%3 == 0 {
+					want = 2
+				}
+				if len(got) != want {
+					errs <- fmt.Sprintf("vu %d: %d samples: %+v", vu, len(got), got)
+					return
+				}
+				last := got[len(got)-1]
+				var wantBody, wantErr string
+				if vu%4 == 0 {
+					wantBody = fmt.Sprint("body ", vu)
+				}
+				if vu%5 == 0 {
+					wantErr = string(protocols.ErrTimeout)
+				}
+				if last.Metric != protocols.MetricRequest || last.Value != time.Duration(vu) || last.Status != int(vu) ||
+					last.Time.UnixNano() != int64(vu) || string(last.Body) != wantBody || string(last.Error) != wantErr {
+					errs <- fmt.Sprintf("vu %d: got %+v", vu, last)
+					return
+				}
+				if want == 2 && (got[0].Metric != protocols.MetricConnect || got[0].Value != time.Duration(vu) || !got[0].Time.IsZero()) {
+					errs <- fmt.Sprintf("vu %d: first sample %+v", vu, got[0])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if rc := c.(*client); rc.sent.Load() >= vus*20 {
+		t.Errorf("%d batches for %d calls: the calls never shared a batch", rc.sent.Load(), vus*20)
+	}
+}
+
 func TestHarnessSamples(t *testing.T) {
 	now := time.Unix(1700000000, 987654321)
 	body := []byte(`{"ok":true}`)
@@ -329,28 +395,43 @@ func TestServerMalformedCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = stream.Send(&proto.CallBatch{ClientId: opened.ClientId, Calls: []*proto.Call{
-		{Id: 1, RequestMsgpack: []byte{0xc1, 0xff, 0x00}},
-		{Id: 2, RequestMsgpack: []byte{0x93}}, // an array for an object, cut short
-	}})
+	err = stream.Send(&proto.CallBatch{ClientId: opened.ClientId,
+		CallId: []uint64{1, 2}, Vu: []uint64{1, 1}, Iteration: []uint64{0, 1},
+		PlannedUnixNano: []int64{0, 0}, KeepBody: []bool{false, false}, Request: []uint32{0, 1},
+		Requests: [][]byte{
+			{0xc1, 0xff, 0x00},
+			{0x93}, // an array for an object, cut short
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Columns that disagree: call 4 has no request.
+	err = stream.Send(&proto.CallBatch{
+		CallId: []uint64{3, 4}, Vu: []uint64{1, 1}, Iteration: []uint64{2, 3},
+		PlannedUnixNano: []int64{0, 0}, KeepBody: []bool{false, false}, Request: []uint32{0, 1},
+		Requests: [][]byte{{0x80}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	errs := map[uint64]string{}
 	done := map[uint64]bool{}
-	for len(done) < 2 {
+	for len(done) < 4 {
 		sb, err := stream.Recv()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range sb.Samples {
-			errs[s.CallId] = s.Error
+		for i, id := range sb.CallId {
+			if e := sb.Error[i]; e > 0 {
+				errs[id] = sb.Names[e-1]
+			}
 		}
 		for _, id := range sb.Done {
 			done[id] = true
 		}
 	}
-	for _, id := range []uint64{1, 2} {
+	for _, id := range []uint64{1, 2, 3, 4} {
 		if errs[id] != string(protocols.ErrProtocol) {
 			t.Errorf("call %d: error %q", id, errs[id])
 		}
@@ -382,11 +463,15 @@ func TestServerDuplicateCallID(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, _ := encodeValue(request("/a"), hcldec.ImpliedType(fakeInfo.RequestSpec))
-	call := &proto.Call{Id: 7, RequestMsgpack: req}
-	if err := stream.Send(&proto.CallBatch{ClientId: opened.ClientId, Calls: []*proto.Call{call}}); err != nil {
+	call := func(b *proto.CallBatch) *proto.CallBatch {
+		b.CallId, b.Vu, b.Iteration, b.PlannedUnixNano = []uint64{7}, []uint64{1}, []uint64{0}, []int64{0}
+		b.KeepBody, b.Request, b.Requests = []bool{false}, []uint32{0}, [][]byte{req}
+		return b
+	}
+	if err := stream.Send(call(&proto.CallBatch{ClientId: opened.ClientId})); err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(&proto.CallBatch{Calls: []*proto.Call{call}}); err != nil {
+	if err := stream.Send(call(&proto.CallBatch{})); err != nil {
 		t.Fatal(err)
 	}
 	var errs []string
@@ -395,8 +480,12 @@ func TestServerDuplicateCallID(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range sb.Samples {
-			errs = append(errs, s.Error)
+		for i := range sb.CallId {
+			e := ""
+			if k := sb.Error[i]; k > 0 {
+				e = sb.Names[k-1]
+			}
+			errs = append(errs, e)
 		}
 		for range sb.Done {
 			dones++

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -195,13 +196,18 @@ func (r *Remote) closeClients() {
 	}
 }
 
-// pendingCall is one Do waiting for its call's samples. Pooled, with its
-// proto.Call, so a call allocates little on the host.
+// pendingCall is one Do waiting for its call's samples. Pooled, so a call
+// allocates little on the host.
 type pendingCall struct {
-	call    proto.Call
-	samples []protocols.Sample
-	outcome protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
-	done    chan struct{}       // capacity 1: one signal per use
+	id        uint64
+	vu        uint64
+	iteration uint64
+	planned   int64  // unix nanoseconds, 0 for none
+	request   []byte // shared with the encode cache: never modified
+	keepBody  bool
+	samples   []protocols.Sample
+	outcome   protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
+	done      chan struct{}       // capacity 1: one signal per use
 }
 
 var pendingCalls = sync.Pool{New: func() any {
@@ -220,8 +226,8 @@ type client struct {
 	mu       sync.Mutex
 	nextID   uint64
 	pending  map[uint64]*pendingCall
-	queue    []*proto.Call // waiting for the sender
-	cancels  []uint64      // waiting for the sender
+	queue    []*pendingCall // waiting for the sender
+	cancels  []uint64       // waiting for the sender
 	failErr  error
 	closed   bool
 	received atomic.Uint64 // messages received, for the hang watchdog
@@ -262,12 +268,8 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		return
 	}
 	p := pendingCalls.Get().(*pendingCall)
-	// Field by field: a proto message must not be copied.
-	p.call.Vu = call.VU
-	p.call.Iteration = call.Iteration
-	p.call.PlannedUnixNano = unixNano(call.Planned)
-	p.call.RequestMsgpack = req
-	p.call.KeepBody = call.KeepBody
+	p.vu, p.iteration, p.planned = call.VU, call.Iteration, unixNano(call.Planned)
+	p.request, p.keepBody = req, call.KeepBody
 	p.samples = p.samples[:0]
 	p.outcome = protocols.ErrNone
 
@@ -284,9 +286,9 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 	c.nextID++
 	id := c.nextID
-	p.call.Id = id
+	p.id = id
 	c.pending[id] = p
-	c.queue = append(c.queue, &p.call)
+	c.queue = append(c.queue, p)
 	c.mu.Unlock()
 	c.signal()
 
@@ -417,9 +419,11 @@ func (c *client) signal() {
 // and what queues up during a Send goes in the next batch.
 func (c *client) send() {
 	defer c.wg.Done()
-	batch := &proto.CallBatch{}
-	var calls []*proto.Call
-	var cancels []uint64
+	var (
+		w       callColumns
+		calls   []*pendingCall
+		cancels []uint64
+	)
 	for {
 		select {
 		case <-c.streamCtx.Done():
@@ -434,14 +438,20 @@ func (c *client) send() {
 		c.mu.Lock()
 		calls, c.queue = c.queue, calls[:0]
 		cancels, c.cancels = c.cancels, cancels[:0]
+		// Copied under the lock: a call given up by Close may be queued
+		// still, and its Do no longer waits for it.
+		w.reset()
+		for _, p := range calls {
+			w.add(p)
+		}
 		c.mu.Unlock()
+		clear(calls) // keep no pooled call alive
 		if len(calls) == 0 && len(cancels) == 0 {
 			continue
 		}
-		batch.Calls, batch.Cancel = calls, cancels
-		err := c.stream.Send(batch)
+		w.batch.Cancel = cancels
+		err := c.stream.Send(&w.batch)
 		c.sent.Add(1)
-		clear(calls) // Send has marshalled them; keep no pooled call alive
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				c.fail("exited: "+err.Error(), err)
@@ -450,6 +460,44 @@ func (c *client) send() {
 			return
 		}
 	}
+}
+
+// callColumns builds a CallBatch, column by column, reusing its slices
+// from one batch to the next.
+type callColumns struct {
+	batch proto.CallBatch
+	// index finds a request already in the batch. The encode cache hands
+	// out the same bytes for a repeated value, so their address names them.
+	index map[*byte]uint32
+}
+
+func (w *callColumns) reset() {
+	b := &w.batch
+	b.CallId, b.Vu, b.Iteration = b.CallId[:0], b.Vu[:0], b.Iteration[:0]
+	b.PlannedUnixNano, b.KeepBody, b.Request = b.PlannedUnixNano[:0], b.KeepBody[:0], b.Request[:0]
+	clear(b.Requests)
+	b.Requests = b.Requests[:0]
+	if w.index == nil {
+		w.index = make(map[*byte]uint32)
+	}
+	clear(w.index)
+}
+
+func (w *callColumns) add(p *pendingCall) {
+	b := &w.batch
+	b.CallId = append(b.CallId, p.id)
+	b.Vu = append(b.Vu, p.vu)
+	b.Iteration = append(b.Iteration, p.iteration)
+	b.PlannedUnixNano = append(b.PlannedUnixNano, p.planned)
+	b.KeepBody = append(b.KeepBody, p.keepBody)
+	key := unsafe.SliceData(p.request)
+	i, ok := w.index[key]
+	if !ok || len(b.Requests[i]) != len(p.request) {
+		i = uint32(len(b.Requests))
+		b.Requests = append(b.Requests, p.request)
+		w.index[key] = i
+	}
+	b.Request = append(b.Request, i)
 }
 
 // receive hands samples to their pending calls and completes the calls the
@@ -475,26 +523,38 @@ func (c *client) receive() {
 			c.gauges = b.Gauges
 			c.gaugesMu.Unlock()
 		}
-		if len(b.Samples) == 0 && len(b.Done) == 0 {
+		if len(b.CallId) == 0 && len(b.Done) == 0 {
 			continue // a heartbeat
 		}
+		if err := checkSampleBatch(b); err != nil {
+			c.fail("sent a malformed sample batch: "+err.Error(), err)
+			return
+		}
 		c.mu.Lock()
-		for _, s := range b.Samples {
-			p := c.pending[s.CallId]
+		body := 0 // the next of b.BodySample
+		for i, id := range b.CallId {
+			p := c.pending[id]
 			if p == nil {
 				continue // given up after a cancel
 			}
 			sample := protocols.Sample{
-				Metric:        s.Metric,
-				Value:         time.Duration(s.ValueNanos),
-				Status:        int(s.Status),
-				Error:         protocols.ErrorKind(s.Error),
-				BytesSent:     s.BytesSent,
-				BytesReceived: s.BytesReceived,
-				Body:          s.Body,
+				Metric:        b.Names[b.Metric[i]],
+				Value:         time.Duration(b.ValueNanos[i]),
+				Status:        int(b.Status[i]),
+				BytesSent:     b.BytesSent[i],
+				BytesReceived: b.BytesReceived[i],
 			}
-			if s.TimeUnixNano != 0 {
-				sample.Time = time.Unix(0, s.TimeUnixNano)
+			if t := b.TimeUnixNano[i]; t != 0 {
+				sample.Time = time.Unix(0, t)
+			}
+			if e := b.Error[i]; e != 0 {
+				sample.Error = protocols.ErrorKind(b.Names[e-1])
+			}
+			for body < len(b.BodySample) && int(b.BodySample[body]) < i {
+				body++
+			}
+			if body < len(b.BodySample) && int(b.BodySample[body]) == i {
+				sample.Body = b.Bodies[body]
 			}
 			p.samples = append(p.samples, sample)
 		}
@@ -506,6 +566,31 @@ func (c *client) receive() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// checkSampleBatch checks that b's columns agree, so a broken plugin
+// fails the run rather than the host.
+func checkSampleBatch(b *proto.SampleBatch) error {
+	n := len(b.CallId)
+	for _, l := range []int{len(b.Metric), len(b.TimeUnixNano), len(b.ValueNanos), len(b.Status), len(b.Error), len(b.BytesSent), len(b.BytesReceived)} {
+		if l != n {
+			return fmt.Errorf("columns of %d and %d samples", n, l)
+		}
+	}
+	for i := range n {
+		if int(b.Metric[i]) >= len(b.Names) || int(b.Error[i]) > len(b.Names) {
+			return fmt.Errorf("sample %d names string %d of %d", i, max(b.Metric[i], b.Error[i]), len(b.Names))
+		}
+	}
+	if len(b.BodySample) != len(b.Bodies) {
+		return fmt.Errorf("%d bodies for %d body samples", len(b.Bodies), len(b.BodySample))
+	}
+	for i, s := range b.BodySample {
+		if int(s) >= n || (i > 0 && s <= b.BodySample[i-1]) {
+			return fmt.Errorf("body sample %d is out of order or range", s)
+		}
+	}
+	return nil
 }
 
 // watch declares the plugin hung when it sends nothing, not even a

@@ -188,9 +188,8 @@ type run struct {
 	calls    map[uint64]context.CancelFunc // in flight, by call id
 	requests map[string]cty.Value          // decoded requests by their msgpack; Run's goroutine only
 	jobs     chan job                      // unbuffered: taken only by an idle worker
-	samples  []*proto.Sample               // waiting to be sent
+	samples  []wireSample                  // waiting to be sent
 	done     []uint64                      // finished, waiting to be sent
-	free     []*proto.Sample               // sent, for reuse
 
 	wake    chan struct{} // something is pending; capacity 1 so wakes coalesce
 	senderQ chan struct{} // closed when the sender has stopped
@@ -198,8 +197,18 @@ type run struct {
 
 func (r *run) handle(b *proto.CallBatch) {
 	// Calls first: a cancel may name a call of the same batch.
-	for _, c := range b.Calls {
-		r.start(c)
+	if err := checkCallBatch(b); err != nil {
+		for _, id := range b.CallId {
+			r.fail(id, "malformed call batch: "+err.Error())
+		}
+	} else {
+		for i, id := range b.CallId {
+			call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
+			if t := b.PlannedUnixNano[i]; t != 0 {
+				call.Planned = time.Unix(0, t)
+			}
+			r.start(id, call, b.Requests[b.Request[i]])
+		}
 	}
 	for _, id := range b.Cancel {
 		r.mu.Lock()
@@ -211,6 +220,30 @@ func (r *run) handle(b *proto.CallBatch) {
 	}
 }
 
+// checkCallBatch checks that b's columns agree, so a broken host fails its
+// calls rather than the plugin.
+func checkCallBatch(b *proto.CallBatch) error {
+	n := len(b.CallId)
+	for _, l := range []int{len(b.Vu), len(b.Iteration), len(b.PlannedUnixNano), len(b.KeepBody), len(b.Request)} {
+		if l != n {
+			return fmt.Errorf("columns of %d and %d calls", n, l)
+		}
+	}
+	for i, req := range b.Request {
+		if int(req) >= len(b.Requests) {
+			return fmt.Errorf("call %d names request %d of %d", b.CallId[i], req, len(b.Requests))
+		}
+	}
+	return nil
+}
+
+// wireSample is one emitted sample waiting for the sender. Its Body, when
+// kept, is its own copy.
+type wireSample struct {
+	call uint64
+	protocols.Sample
+}
+
 // callState is one call's emit; pooled with its bound emit func so a
 // call costs no closure allocation. Its samples stay with it until the
 // call finishes, so emit takes no lock.
@@ -220,8 +253,7 @@ type callState struct {
 	keepBody   bool
 	sawRequest bool
 	emitFn     func(protocols.Sample)
-	samples    []*proto.Sample // emitted, handed to the sender at finish
-	spare      []*proto.Sample // sent ones, for reuse without a lock
+	samples    []wireSample // emitted, handed to the sender at finish
 }
 
 var callStates = sync.Pool{New: func() any {
@@ -230,43 +262,36 @@ var callStates = sync.Pool{New: func() any {
 	return cs
 }}
 
-func (r *run) start(c *proto.Call) {
+// start runs one call with its request's encoding.
+func (r *run) start(id uint64, call protocols.Call, request []byte) {
 	r.mu.Lock()
-	if _, dup := r.calls[c.Id]; dup {
+	if _, dup := r.calls[id]; dup {
 		r.mu.Unlock()
 		// Reported rather than run: the host could not tell the two apart.
-		r.fail(c.Id, fmt.Sprintf("call id %d is already in flight", c.Id))
+		r.fail(id, fmt.Sprintf("call id %d is already in flight", id))
 		return
 	}
 	r.mu.Unlock()
 	// Decoded here rather than on the call's goroutine: the decoder
 	// recurses deeply, which would grow every fresh goroutine's stack, and
 	// the cache needs no lock on the one receiving goroutine.
-	req, err := r.decodeRequest(c.RequestMsgpack)
+	req, err := r.decodeRequest(request)
 	if err != nil {
-		r.fail(c.Id, fmt.Sprintf("decoding the request: %v", err))
+		r.fail(id, fmt.Sprintf("decoding the request: %v", err))
 		return
 	}
-	call := protocols.Call{
-		VU:        c.Vu,
-		Iteration: c.Iteration,
-		Request:   req,
-		KeepBody:  c.KeepBody,
-	}
-	if c.PlannedUnixNano != 0 {
-		call.Planned = time.Unix(0, c.PlannedUnixNano)
-	}
+	call.Request = req
 	// A root context, not one derived from r.ctx: deriving registers every
 	// call with the run's context and removes it again, under its lock,
 	// which showed in the profile. Run cancels the calls left when it ends.
 	ctx, cancel := context.WithCancel(context.Background())
 	r.mu.Lock()
-	r.calls[c.Id] = cancel
+	r.calls[id] = cancel
 	r.mu.Unlock()
 	// A call is one VU's request and may block for its whole timeout, so
 	// each runs on its own goroutine: an idle worker's when there is one,
 	// because a fresh goroutine pays for growing its stack on every call.
-	j := job{ctx: ctx, id: c.Id, call: call}
+	j := job{ctx: ctx, id: id, call: call}
 	select {
 	case r.jobs <- j:
 	default:
@@ -344,44 +369,24 @@ func (cs *callState) emit(s protocols.Sample) {
 	if s.Metric == protocols.MetricRequest {
 		cs.sawRequest = true
 	}
-	var ps *proto.Sample
-	if n := len(cs.spare); n > 0 {
-		ps = cs.spare[n-1]
-		cs.spare = cs.spare[:n-1]
-	} else {
-		ps = new(proto.Sample)
-	}
-	ps.CallId = cs.id
-	ps.Metric = s.Metric
-	ps.TimeUnixNano = unixNano(s.Time)
-	ps.ValueNanos = int64(s.Value)
-	ps.Status = int32(s.Status)
-	ps.Error = string(s.Error)
-	ps.BytesSent = s.BytesSent
-	ps.BytesReceived = s.BytesReceived
-	ps.Body = ps.Body[:0]
-	if cs.keepBody && s.Body != nil {
+	if cs.keepBody && len(s.Body) > 0 {
 		// Copied: Body is valid only during emit.
-		ps.Body = append(ps.Body, s.Body...)
+		s.Body = append([]byte(nil), s.Body...)
+	} else {
+		s.Body = nil
 	}
-	if len(ps.Body) == 0 {
-		ps.Body = nil
-	}
-	cs.samples = append(cs.samples, ps)
+	cs.samples = append(cs.samples, wireSample{call: cs.id, Sample: s})
 }
-
-// spareSamples is how many sent samples a call state takes back for reuse.
-const spareSamples = 4
 
 // fail reports a call that could not be run.
 func (r *run) fail(id uint64, why string) {
 	fmt.Fprintf(os.Stderr, "hload plugin: call %d: %s\n", id, why)
-	cs := &callState{r: r, id: id}
-	cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
 	// Not finish: a duplicate id names a call still in flight, whose
 	// cancel must stay in r.calls.
 	r.mu.Lock()
-	r.samples = append(r.samples, cs.samples...)
+	r.samples = append(r.samples, wireSample{call: id, Sample: protocols.Sample{
+		Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol,
+	}})
 	r.done = append(r.done, id)
 	r.mu.Unlock()
 	r.signal()
@@ -395,14 +400,8 @@ func (r *run) finish(cs *callState) {
 	delete(r.calls, cs.id)
 	r.samples = append(r.samples, cs.samples...)
 	r.done = append(r.done, cs.id)
-	if n := len(r.free); n > 0 && len(cs.spare) < spareSamples {
-		take := min(n, spareSamples-len(cs.spare))
-		cs.spare = append(cs.spare, r.free[n-take:]...)
-		clear(r.free[n-take:])
-		r.free = r.free[:n-take]
-	}
 	r.mu.Unlock()
-	clear(cs.samples)
+	clear(cs.samples) // drops the bodies
 	cs.samples = cs.samples[:0]
 	if cancel != nil {
 		cancel() // releases the context's resources
@@ -422,9 +421,11 @@ func (r *run) signal() {
 // timer, and what accumulates during a Send goes in the next batch.
 func (r *run) send() {
 	defer close(r.senderQ)
-	batch := &proto.SampleBatch{}
-	var samples []*proto.Sample
-	var done []uint64
+	var (
+		w       sampleColumns
+		samples []wireSample
+		done    []uint64
+	)
 	gauger, _ := r.client.(protocols.Gauger)
 	quiet := r.s.heartbeat // how long the sender may stay silent
 	if gauger != nil {
@@ -462,27 +463,75 @@ func (r *run) send() {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
-		batch.Samples, batch.Done = samples, done
-		batch.Heartbeat = len(samples) == 0 && len(done) == 0
-		batch.Gauges = batch.Gauges[:0]
+		w.reset()
+		for i := range samples {
+			w.add(&samples[i])
+		}
+		b := &w.batch
+		b.Done = done
+		b.Heartbeat = len(samples) == 0 && len(done) == 0
+		b.Gauges = b.Gauges[:0]
 		if now := time.Now(); gauger != nil && now.Sub(gaugesSent) >= gaugeEvery {
 			gaugesSent = now
 			gauger.Gauges(func(name string, v int64) {
-				batch.Gauges = append(batch.Gauges, &proto.Gauge{Name: name, Value: v})
+				b.Gauges = append(b.Gauges, &proto.Gauge{Name: name, Value: v})
 			})
 		}
-		err := r.stream.Send(batch)
-		// Send has marshalled the batch, so its samples can be reused.
-		r.mu.Lock()
-		r.free = append(r.free, samples...)
-		r.mu.Unlock()
-		clear(samples)
+		err := r.stream.Send(b)
+		clear(samples) // Send has marshalled them: drop the bodies
 		if err != nil {
 			return // the stream is gone; Run's Recv sees it too
 		}
 		// Since Go 1.23, Reset also discards a fire that nobody received.
 		idle.Reset(quiet)
 	}
+}
+
+// sampleColumns builds a SampleBatch, column by column, reusing its slices
+// from one batch to the next.
+type sampleColumns struct {
+	batch proto.SampleBatch
+}
+
+func (w *sampleColumns) reset() {
+	b := &w.batch
+	b.CallId, b.Metric, b.TimeUnixNano, b.ValueNanos = b.CallId[:0], b.Metric[:0], b.TimeUnixNano[:0], b.ValueNanos[:0]
+	b.Status, b.Error, b.BytesSent, b.BytesReceived = b.Status[:0], b.Error[:0], b.BytesSent[:0], b.BytesReceived[:0]
+	b.Names, b.BodySample = b.Names[:0], b.BodySample[:0]
+	clear(b.Bodies)
+	b.Bodies = b.Bodies[:0]
+}
+
+func (w *sampleColumns) add(s *wireSample) {
+	b := &w.batch
+	b.CallId = append(b.CallId, s.call)
+	b.Metric = append(b.Metric, w.name(s.Metric))
+	b.TimeUnixNano = append(b.TimeUnixNano, unixNano(s.Time))
+	b.ValueNanos = append(b.ValueNanos, int64(s.Value))
+	b.Status = append(b.Status, int32(s.Status))
+	var e uint32
+	if s.Error != protocols.ErrNone {
+		e = w.name(string(s.Error)) + 1
+	}
+	b.Error = append(b.Error, e)
+	b.BytesSent = append(b.BytesSent, s.BytesSent)
+	b.BytesReceived = append(b.BytesReceived, s.BytesReceived)
+	if s.Body != nil {
+		b.BodySample = append(b.BodySample, uint32(len(b.CallId)-1))
+		b.Bodies = append(b.Bodies, s.Body)
+	}
+}
+
+// name returns the index of a metric name or error kind in the batch's
+// names. A batch holds a handful, so a scan beats a map.
+func (w *sampleColumns) name(n string) uint32 {
+	for i, have := range w.batch.Names {
+		if have == n {
+			return uint32(i)
+		}
+	}
+	w.batch.Names = append(w.batch.Names, n)
+	return uint32(len(w.batch.Names) - 1)
 }
 
 func unixNano(t time.Time) int64 {
