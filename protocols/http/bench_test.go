@@ -16,7 +16,8 @@ import (
 // BenchmarkDo measures one keep-alive GET against a loopback server with a
 // 60-byte body, the reference case of PERFORMANCE.md. The server runs in the
 // same process, so ns/op includes its work too; allocs/op is the client's
-// plus the server's.
+// plus the server's. It stays in-process, the reference case's own path:
+// cmd/hload's BenchmarkIsolatedHTTP measures the isolated one.
 func BenchmarkDo(b *testing.B) {
 	body := []byte("hload benchmark body: sixty bytes of payload, no more, ok!!\n")
 	if len(body) != 60 {
@@ -26,7 +27,7 @@ func BenchmarkDo(b *testing.B) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	c := open(b, srv.URL, nil)
+	c := open(b, New(), srv.URL, nil)
 	r := req(map[string]cty.Value{"path": cty.StringVal("/hello")})
 	ctx := context.Background()
 	check := func(s protocols.Sample) {

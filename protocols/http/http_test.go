@@ -18,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // testTimeout bounds every call a test makes, so a bug hangs no test.
@@ -47,10 +48,10 @@ func strMap(kv ...string) cty.Value {
 	return cty.MapVal(m)
 }
 
-// open opens a client for baseURL with extra target attributes.
-func open(t testing.TB, baseURL string, set map[string]cty.Value) *Client {
+// open opens a client of p, the protocol as the test's path reaches it, for
+// baseURL with extra target attributes.
+func open(t testing.TB, p protocols.Protocol, baseURL string, set map[string]cty.Value) protocols.Client {
 	t.Helper()
-	p := New()
 	attrs := map[string]cty.Value{"base_url": cty.StringVal(baseURL), "timeout": cty.StringVal("5s")}
 	for k, v := range set {
 		attrs[k] = v
@@ -60,7 +61,7 @@ func open(t testing.TB, baseURL string, set map[string]cty.Value) *Client {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c.(*Client)
+	return c
 }
 
 func req(set map[string]cty.Value) cty.Value {
@@ -76,14 +77,14 @@ type result struct {
 	count   int // request samples; must be 1
 }
 
-func do(t testing.TB, c *Client, vu uint64, r cty.Value, keepBody bool) result {
+func do(t testing.TB, c protocols.Client, vu uint64, r cty.Value, keepBody bool) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	return doCtx(ctx, c, vu, r, keepBody)
 }
 
-func doCtx(ctx context.Context, c *Client, vu uint64, r cty.Value, keepBody bool) result {
+func doCtx(ctx context.Context, c protocols.Client, vu uint64, r cty.Value, keepBody bool) result {
 	var res result
 	c.Do(ctx, protocols.Call{VU: vu, Request: r, KeepBody: keepBody}, func(s protocols.Sample) {
 		switch s.Metric {
@@ -101,49 +102,52 @@ func doCtx(ctx context.Context, c *Client, vu uint64, r cty.Value, keepBody bool
 }
 
 func TestDescribe(t *testing.T) {
-	info := New().Describe()
-	if info.Name != "http" || info.Version != "0.1.0" {
-		t.Errorf("Describe = %q %q", info.Name, info.Version)
-	}
-	for _, spec := range []hcldec.ObjectSpec{info.TargetSpec, info.RequestSpec} {
-		for name, s := range spec {
-			if _, ok := s.(*hcldec.AttrSpec); !ok {
-				t.Errorf("%s is %T, want *hcldec.AttrSpec", name, s)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		info := p.Describe()
+		if info.Name != "http" || info.Version != "0.1.0" {
+			t.Errorf("Describe = %q %q", info.Name, info.Version)
+		}
+		for _, spec := range []hcldec.ObjectSpec{info.TargetSpec, info.RequestSpec} {
+			for name, s := range spec {
+				if _, ok := s.(*hcldec.AttrSpec); !ok {
+					t.Errorf("%s is %T, want *hcldec.AttrSpec", name, s)
+				}
 			}
 		}
-	}
-	if !info.TargetSpec["base_url"].(*hcldec.AttrSpec).Required {
-		t.Error("base_url is not required")
-	}
-	if got := info.RequestSpec["json"].(*hcldec.AttrSpec).Type; got != cty.DynamicPseudoType {
-		t.Errorf("json type = %#v", got)
-	}
+		if !info.TargetSpec["base_url"].(*hcldec.AttrSpec).Required {
+			t.Error("base_url is not required")
+		}
+		if got := info.RequestSpec["json"].(*hcldec.AttrSpec).Type; got != cty.DynamicPseudoType {
+			t.Errorf("json type = %#v", got)
+		}
+	})
 }
 
 func TestOpenRejectsBadTargets(t *testing.T) {
-	p := New()
-	cases := []struct {
-		name string
-		set  map[string]cty.Value
-		want string
-	}{
-		{"scheme", map[string]cty.Value{"base_url": cty.StringVal("ftp://example.com")}, "http:// or https://"},
-		{"no scheme", map[string]cty.Value{"base_url": cty.StringVal("example.com")}, "http:// or https://"},
-		{"no host", map[string]cty.Value{"base_url": cty.StringVal("http://")}, "no host"},
-		{"missing", map[string]cty.Value{}, "required"},
-		{"timeout", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "timeout": cty.StringVal("soon")}, "timeout"},
-		{"zero timeout", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "timeout": cty.StringVal("0s")}, "timeout"},
-		{"redirects", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "max_redirects": cty.NumberFloatVal(1.5)}, "max_redirects"},
-		{"connections", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "connections_per_vu": cty.NumberIntVal(0)}, "connections_per_vu"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.Open(context.Background(), object(p.Describe().TargetSpec, tc.set))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open error = %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		cases := []struct {
+			name string
+			set  map[string]cty.Value
+			want string
+		}{
+			{"scheme", map[string]cty.Value{"base_url": cty.StringVal("ftp://example.com")}, "http:// or https://"},
+			{"no scheme", map[string]cty.Value{"base_url": cty.StringVal("example.com")}, "http:// or https://"},
+			{"no host", map[string]cty.Value{"base_url": cty.StringVal("http://")}, "no host"},
+			{"missing", map[string]cty.Value{}, "required"},
+			{"timeout", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "timeout": cty.StringVal("soon")}, "timeout"},
+			{"zero timeout", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "timeout": cty.StringVal("0s")}, "timeout"},
+			{"redirects", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "max_redirects": cty.NumberFloatVal(1.5)}, "max_redirects"},
+			{"connections", map[string]cty.Value{"base_url": cty.StringVal("http://x"), "connections_per_vu": cty.NumberIntVal(0)}, "connections_per_vu"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := p.Open(context.Background(), object(p.Describe().TargetSpec, tc.set))
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Open error = %v, want one containing %q", err, tc.want)
+				}
+			})
+		}
+	})
 }
 
 // seen is what a test server saw of one request.
@@ -168,335 +172,353 @@ func recorder(t *testing.T) (*httptest.Server, func() seen) {
 }
 
 func TestRequests(t *testing.T) {
-	srv, last := recorder(t)
-	c := open(t, srv.URL+"/api/", map[string]cty.Value{"headers": strMap("accept", "application/json", "X-Target", "t")})
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv, last := recorder(t)
+		c := open(t, p, srv.URL+"/api/", map[string]cty.Value{"headers": strMap("accept", "application/json", "X-Target", "t")})
 
-	cases := []struct {
-		name string
-		set  map[string]cty.Value
-		want seen
-	}{
-		{"get", nil, seen{method: "GET", path: "/api"}},
-		{"path and query", map[string]cty.Value{
-			"path":  cty.StringVal("items/7?sort=asc"),
-			"query": strMap("page", "2", "q", "a b"),
-		}, seen{method: "GET", path: "/api/items/7", query: "sort=asc&page=2&q=a+b"}},
-		{"body", map[string]cty.Value{"path": cty.StringVal("/echo"), "body": cty.StringVal("hello")},
-			seen{method: "POST", path: "/api/echo", body: "hello"}},
-		{"json", map[string]cty.Value{"json": cty.ObjectVal(map[string]cty.Value{
-			"email": cty.StringVal("a@b.c"), "n": cty.NumberIntVal(3), "ok": cty.True,
-			"tags": cty.TupleVal([]cty.Value{cty.StringVal("x")}),
-		})}, seen{method: "POST", path: "/api", contentType: "application/json",
-			body: `{"email":"a@b.c","n":3,"ok":true,"tags":["x"]}`}},
-		{"json with content type", map[string]cty.Value{
-			"json":    cty.StringVal("s"),
-			"headers": strMap("content-type", "application/vnd.x+json"),
-		}, seen{method: "POST", path: "/api", contentType: "application/vnd.x+json", body: `"s"`}},
-		{"form", map[string]cty.Value{"method": cty.StringVal("put"), "form": strMap("b", "2", "a", "x y")},
-			seen{method: "PUT", path: "/api", contentType: "application/x-www-form-urlencoded", body: "a=x+y&b=2"}},
-		{"delete", map[string]cty.Value{"method": cty.StringVal("DELETE"), "path": cty.StringVal("/items/1")},
-			seen{method: "DELETE", path: "/api/items/1"}},
-		{"host header", map[string]cty.Value{"headers": strMap("Host", "shop.example")},
-			seen{method: "GET", path: "/api", host: "shop.example"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := do(t, c, 1, req(tc.set), false)
-			if res.count != 1 || res.request.Error != "" || res.request.Status != 200 {
-				t.Fatalf("request sample = %+v (count %d)", res.request, res.count)
-			}
-			got := last()
-			if got.method != tc.want.method || got.path != tc.want.path || got.query != tc.want.query ||
-				got.contentType != tc.want.contentType || got.body != tc.want.body {
-				t.Errorf("server saw %s %s ?%s [%s] %q, want %s %s ?%s [%s] %q",
-					got.method, got.path, got.query, got.contentType, got.body,
-					tc.want.method, tc.want.path, tc.want.query, tc.want.contentType, tc.want.body)
-			}
-			if tc.want.host != "" && got.host != tc.want.host {
-				t.Errorf("Host = %q, want %q", got.host, tc.want.host)
-			}
-			if got.header.Get("Accept") != "application/json" || got.header.Get("X-Target") != "t" {
-				t.Errorf("target headers missing: %v", got.header)
-			}
-			if got.header.Get("User-Agent") != "hload/0.1.0" {
-				t.Errorf("User-Agent = %q", got.header.Get("User-Agent"))
+		cases := []struct {
+			name string
+			set  map[string]cty.Value
+			want seen
+		}{
+			{"get", nil, seen{method: "GET", path: "/api"}},
+			{"path and query", map[string]cty.Value{
+				"path":  cty.StringVal("items/7?sort=asc"),
+				"query": strMap("page", "2", "q", "a b"),
+			}, seen{method: "GET", path: "/api/items/7", query: "sort=asc&page=2&q=a+b"}},
+			{"body", map[string]cty.Value{"path": cty.StringVal("/echo"), "body": cty.StringVal("hello")},
+				seen{method: "POST", path: "/api/echo", body: "hello"}},
+			{"json", map[string]cty.Value{"json": cty.ObjectVal(map[string]cty.Value{
+				"email": cty.StringVal("a@b.c"), "n": cty.NumberIntVal(3), "ok": cty.True,
+				"tags": cty.TupleVal([]cty.Value{cty.StringVal("x")}),
+			})}, seen{method: "POST", path: "/api", contentType: "application/json",
+				body: `{"email":"a@b.c","n":3,"ok":true,"tags":["x"]}`}},
+			{"json with content type", map[string]cty.Value{
+				"json":    cty.StringVal("s"),
+				"headers": strMap("content-type", "application/vnd.x+json"),
+			}, seen{method: "POST", path: "/api", contentType: "application/vnd.x+json", body: `"s"`}},
+			{"form", map[string]cty.Value{"method": cty.StringVal("put"), "form": strMap("b", "2", "a", "x y")},
+				seen{method: "PUT", path: "/api", contentType: "application/x-www-form-urlencoded", body: "a=x+y&b=2"}},
+			{"delete", map[string]cty.Value{"method": cty.StringVal("DELETE"), "path": cty.StringVal("/items/1")},
+				seen{method: "DELETE", path: "/api/items/1"}},
+			{"host header", map[string]cty.Value{"headers": strMap("Host", "shop.example")},
+				seen{method: "GET", path: "/api", host: "shop.example"}},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				res := do(t, c, 1, req(tc.set), false)
+				if res.count != 1 || res.request.Error != "" || res.request.Status != 200 {
+					t.Fatalf("request sample = %+v (count %d)", res.request, res.count)
+				}
+				got := last()
+				if got.method != tc.want.method || got.path != tc.want.path || got.query != tc.want.query ||
+					got.contentType != tc.want.contentType || got.body != tc.want.body {
+					t.Errorf("server saw %s %s ?%s [%s] %q, want %s %s ?%s [%s] %q",
+						got.method, got.path, got.query, got.contentType, got.body,
+						tc.want.method, tc.want.path, tc.want.query, tc.want.contentType, tc.want.body)
+				}
+				if tc.want.host != "" && got.host != tc.want.host {
+					t.Errorf("Host = %q, want %q", got.host, tc.want.host)
+				}
+				if got.header.Get("Accept") != "application/json" || got.header.Get("X-Target") != "t" {
+					t.Errorf("target headers missing: %v", got.header)
+				}
+				if got.header.Get("User-Agent") != "hload/0.1.0" {
+					t.Errorf("User-Agent = %q", got.header.Get("User-Agent"))
+				}
+			})
+		}
+
+		t.Run("request headers override target's", func(t *testing.T) {
+			do(t, c, 1, req(map[string]cty.Value{"headers": strMap("x-target", "r", "User-Agent", "me")}), false)
+			h := last().header
+			if h.Get("X-Target") != "r" || len(h.Values("X-Target")) != 1 || h.Get("User-Agent") != "me" {
+				t.Errorf("headers = %v", h)
 			}
 		})
-	}
 
-	t.Run("request headers override target's", func(t *testing.T) {
-		do(t, c, 1, req(map[string]cty.Value{"headers": strMap("x-target", "r", "User-Agent", "me")}), false)
-		h := last().header
-		if h.Get("X-Target") != "r" || len(h.Values("X-Target")) != 1 || h.Get("User-Agent") != "me" {
-			t.Errorf("headers = %v", h)
-		}
-	})
-
-	t.Run("more than one body is a protocol error without I/O", func(t *testing.T) {
-		before := last()
-		res := do(t, c, 1, req(map[string]cty.Value{"body": cty.StringVal("a"), "form": strMap("b", "c")}), false)
-		if res.count != 1 || res.request.Error != protocols.ErrProtocol || res.request.Status != 0 {
-			t.Errorf("sample = %+v", res.request)
-		}
-		if res.request.BytesSent != 0 || last().method != before.method || last().body != before.body {
-			t.Error("the request was sent")
-		}
+		t.Run("more than one body is a protocol error without I/O", func(t *testing.T) {
+			before := last()
+			res := do(t, c, 1, req(map[string]cty.Value{"body": cty.StringVal("a"), "form": strMap("b", "c")}), false)
+			if res.count != 1 || res.request.Error != protocols.ErrProtocol || res.request.Status != 0 {
+				t.Errorf("sample = %+v", res.request)
+			}
+			if res.request.BytesSent != 0 || last().method != before.method || last().body != before.body {
+				t.Error("the request was sent")
+			}
+		})
 	})
 }
 
 func TestBaseURLQueryIsKept(t *testing.T) {
-	srv, last := recorder(t)
-	c := open(t, srv.URL+"?key=k", nil)
-	do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/a?b=1"), "query": strMap("c", "2")}), false)
-	if got := last(); got.path != "/a" || got.query != "key=k&b=1&c=2" {
-		t.Errorf("server saw %s?%s", got.path, got.query)
-	}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv, last := recorder(t)
+		c := open(t, p, srv.URL+"?key=k", nil)
+		do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/a?b=1"), "query": strMap("c", "2")}), false)
+		if got := last(); got.path != "/a" || got.query != "key=k&b=1&c=2" {
+			t.Errorf("server saw %s?%s", got.path, got.query)
+		}
+	})
 }
 
 func TestEachVUHasItsOwnKeepAliveConnection(t *testing.T) {
-	var mu sync.Mutex
-	addrs := map[string]int{}
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		mu.Lock()
-		addrs[r.RemoteAddr]++
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, nil)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		var mu sync.Mutex
+		addrs := map[string]int{}
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			mu.Lock()
+			addrs[r.RemoteAddr]++
+			mu.Unlock()
+			io.WriteString(w, "ok")
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
 
-	var wg sync.WaitGroup
-	connects := make([]int, 4)
-	for vu := uint64(1); vu <= 3; vu++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 10 {
-				res := do(t, c, vu, req(nil), false)
-				if res.request.Status != 200 {
-					t.Errorf("VU %d call %d: %+v", vu, i, res.request)
-				}
-				if res.ttfb == nil || res.ttfb.Value <= 0 || res.ttfb.Value > res.request.Value {
-					t.Errorf("VU %d call %d: ttfb %v of %v", vu, i, res.ttfb, res.request.Value)
-				}
-				if res.connect != nil {
-					connects[vu]++
-					if i != 0 {
-						t.Errorf("VU %d: connect sample on call %d", vu, i)
+		var wg sync.WaitGroup
+		connects := make([]int, 4)
+		for vu := uint64(1); vu <= 3; vu++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 10 {
+					res := do(t, c, vu, req(nil), false)
+					if res.request.Status != 200 {
+						t.Errorf("VU %d call %d: %+v", vu, i, res.request)
 					}
-					if res.connect.Value <= 0 || res.connect.Value > res.request.Value {
-						t.Errorf("VU %d: connect %v of %v", vu, res.connect.Value, res.request.Value)
+					if res.ttfb == nil || res.ttfb.Value <= 0 || res.ttfb.Value > res.request.Value {
+						t.Errorf("VU %d call %d: ttfb %v of %v", vu, i, res.ttfb, res.request.Value)
+					}
+					if res.connect != nil {
+						connects[vu]++
+						if i != 0 {
+							t.Errorf("VU %d: connect sample on call %d", vu, i)
+						}
+						if res.connect.Value <= 0 || res.connect.Value > res.request.Value {
+							t.Errorf("VU %d: connect %v of %v", vu, res.connect.Value, res.request.Value)
+						}
 					}
 				}
+			}()
+		}
+		wg.Wait()
+		if len(addrs) != 3 {
+			t.Errorf("server saw %d connections, want 3: %v", len(addrs), addrs)
+		}
+		for addr, n := range addrs {
+			if n != 10 {
+				t.Errorf("%s carried %d requests, want 10", addr, n)
 			}
-		}()
-	}
-	wg.Wait()
-	if len(addrs) != 3 {
-		t.Errorf("server saw %d connections, want 3: %v", len(addrs), addrs)
-	}
-	for addr, n := range addrs {
-		if n != 10 {
-			t.Errorf("%s carried %d requests, want 10", addr, n)
 		}
-	}
-	for vu := 1; vu <= 3; vu++ {
-		if connects[vu] != 1 {
-			t.Errorf("VU %d: %d connect samples, want 1", vu, connects[vu])
+		for vu := 1; vu <= 3; vu++ {
+			if connects[vu] != 1 {
+				t.Errorf("VU %d: %d connect samples, want 1", vu, connects[vu])
+			}
 		}
-	}
+	})
 }
 
 func TestCookiesArePerVU(t *testing.T) {
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		if r.URL.Path == "/login" {
-			nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: r.URL.Query().Get("who"), Path: "/"})
-		}
-		if ck, err := r.Cookie("session"); err == nil {
-			io.WriteString(w, ck.Value)
-		}
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, nil)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == "/login" {
+				nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: r.URL.Query().Get("who"), Path: "/"})
+			}
+			if ck, err := r.Cookie("session"); err == nil {
+				io.WriteString(w, ck.Value)
+			}
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
 
-	do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/login?who=one")}), false)
-	if got := do(t, c, 1, req(nil), true).body; got != "one" {
-		t.Errorf("VU 1 sent cookie %q, want %q", got, "one")
-	}
-	if got := do(t, c, 2, req(nil), true).body; got != "" {
-		t.Errorf("VU 2 sent VU 1's cookie %q", got)
-	}
-	// An explicit Cookie header is sent with the jar's cookies.
-	got := do(t, c, 1, req(map[string]cty.Value{"headers": strMap("Cookie", "x=1")}), true).body
-	if got != "one" {
-		t.Errorf("VU 1 sent cookie %q with an explicit header", got)
-	}
+		do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/login?who=one")}), false)
+		if got := do(t, c, 1, req(nil), true).body; got != "one" {
+			t.Errorf("VU 1 sent cookie %q, want %q", got, "one")
+		}
+		if got := do(t, c, 2, req(nil), true).body; got != "" {
+			t.Errorf("VU 2 sent VU 1's cookie %q", got)
+		}
+		// An explicit Cookie header is sent with the jar's cookies.
+		got := do(t, c, 1, req(map[string]cty.Value{"headers": strMap("Cookie", "x=1")}), true).body
+		if got != "one" {
+			t.Errorf("VU 1 sent cookie %q with an explicit header", got)
+		}
+	})
 }
 
 func TestRedirects(t *testing.T) {
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		var n int
-		if _, err := fmt.Sscanf(r.URL.Path, "/hop/%d", &n); err == nil && n > 0 {
-			nethttp.Redirect(w, r, fmt.Sprintf("/hop/%d", n-1), nethttp.StatusFound)
-			return
-		}
-		io.WriteString(w, "landed "+r.Method)
-	}))
-	defer srv.Close()
-	path := func(p string) cty.Value { return req(map[string]cty.Value{"path": cty.StringVal(p)}) }
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			var n int
+			if _, err := fmt.Sscanf(r.URL.Path, "/hop/%d", &n); err == nil && n > 0 {
+				nethttp.Redirect(w, r, fmt.Sprintf("/hop/%d", n-1), nethttp.StatusFound)
+				return
+			}
+			io.WriteString(w, "landed "+r.Method)
+		}))
+		defer srv.Close()
+		path := func(p string) cty.Value { return req(map[string]cty.Value{"path": cty.StringVal(p)}) }
 
-	t.Run("followed", func(t *testing.T) {
-		res := do(t, open(t, srv.URL, nil), 1, path("/hop/3"), true)
-		if res.request.Status != 200 || res.request.Error != "" || res.body != "landed GET" {
-			t.Errorf("sample = %+v body %q", res.request, res.body)
-		}
-	})
-	t.Run("not followed", func(t *testing.T) {
-		c := open(t, srv.URL, map[string]cty.Value{"follow_redirects": cty.False})
-		res := do(t, c, 1, path("/hop/3"), false)
-		if res.request.Status != 302 || res.request.Error != "" {
-			t.Errorf("sample = %+v", res.request)
-		}
-	})
-	t.Run("up to max_redirects", func(t *testing.T) {
-		c := open(t, srv.URL, map[string]cty.Value{"max_redirects": cty.NumberIntVal(3)})
-		if res := do(t, c, 1, path("/hop/3"), false); res.request.Status != 200 || res.request.Error != "" {
-			t.Errorf("3 redirects: %+v", res.request)
-		}
-		if res := do(t, c, 1, path("/hop/4"), false); res.request.Error != protocols.ErrProtocol {
-			t.Errorf("4 redirects: %+v", res.request)
-		}
+		t.Run("followed", func(t *testing.T) {
+			res := do(t, open(t, p, srv.URL, nil), 1, path("/hop/3"), true)
+			if res.request.Status != 200 || res.request.Error != "" || res.body != "landed GET" {
+				t.Errorf("sample = %+v body %q", res.request, res.body)
+			}
+		})
+		t.Run("not followed", func(t *testing.T) {
+			c := open(t, p, srv.URL, map[string]cty.Value{"follow_redirects": cty.False})
+			res := do(t, c, 1, path("/hop/3"), false)
+			if res.request.Status != 302 || res.request.Error != "" {
+				t.Errorf("sample = %+v", res.request)
+			}
+		})
+		t.Run("up to max_redirects", func(t *testing.T) {
+			c := open(t, p, srv.URL, map[string]cty.Value{"max_redirects": cty.NumberIntVal(3)})
+			if res := do(t, c, 1, path("/hop/3"), false); res.request.Status != 200 || res.request.Error != "" {
+				t.Errorf("3 redirects: %+v", res.request)
+			}
+			if res := do(t, c, 1, path("/hop/4"), false); res.request.Error != protocols.ErrProtocol {
+				t.Errorf("4 redirects: %+v", res.request)
+			}
+		})
 	})
 }
 
 func TestRedirectRules(t *testing.T) {
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		switch r.URL.Path {
-		case "/login":
-			nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: "s1", Path: "/"})
-			nethttp.Redirect(w, r, "/home", nethttp.StatusSeeOther)
-		case "/temporary":
-			nethttp.Redirect(w, r, "/home", nethttp.StatusTemporaryRedirect)
-		case "/no-location":
-			w.WriteHeader(nethttp.StatusFound)
-		default:
-			b, _ := io.ReadAll(r.Body)
-			cookie := ""
-			if ck, err := r.Cookie("session"); err == nil {
-				cookie = ck.Value
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			switch r.URL.Path {
+			case "/login":
+				nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: "s1", Path: "/"})
+				nethttp.Redirect(w, r, "/home", nethttp.StatusSeeOther)
+			case "/temporary":
+				nethttp.Redirect(w, r, "/home", nethttp.StatusTemporaryRedirect)
+			case "/no-location":
+				w.WriteHeader(nethttp.StatusFound)
+			default:
+				b, _ := io.ReadAll(r.Body)
+				cookie := ""
+				if ck, err := r.Cookie("session"); err == nil {
+					cookie = ck.Value
+				}
+				fmt.Fprintf(w, "%s %s body=%s cookie=%s x=%s", r.Method, r.URL.Path, b, cookie, r.Header.Get("X-Target"))
 			}
-			fmt.Fprintf(w, "%s %s body=%s cookie=%s x=%s", r.Method, r.URL.Path, b, cookie, r.Header.Get("X-Target"))
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, map[string]cty.Value{"headers": strMap("X-Target", "t")})
+		cases := []struct {
+			name   string
+			vu     uint64
+			set    map[string]cty.Value
+			status int
+			want   string
+		}{
+			{"303 turns POST into GET and keeps the cookie it set", 1,
+				map[string]cty.Value{"path": cty.StringVal("/login"), "body": cty.StringVal("pw")},
+				200, "GET /home body= cookie=s1 x=t"},
+			{"307 keeps the method and the body", 2,
+				map[string]cty.Value{"path": cty.StringVal("/temporary"), "body": cty.StringVal("data")},
+				200, "POST /home body=data cookie= x=t"},
+			{"307 with a VU that holds cookies", 1,
+				map[string]cty.Value{"path": cty.StringVal("/temporary"), "body": cty.StringVal("data")},
+				200, "POST /home body=data cookie=s1 x=t"},
+			{"3xx without Location is returned", 2,
+				map[string]cty.Value{"path": cty.StringVal("/no-location")}, 302, ""},
 		}
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, map[string]cty.Value{"headers": strMap("X-Target", "t")})
-	cases := []struct {
-		name   string
-		vu     uint64
-		set    map[string]cty.Value
-		status int
-		want   string
-	}{
-		{"303 turns POST into GET and keeps the cookie it set", 1,
-			map[string]cty.Value{"path": cty.StringVal("/login"), "body": cty.StringVal("pw")},
-			200, "GET /home body= cookie=s1 x=t"},
-		{"307 keeps the method and the body", 2,
-			map[string]cty.Value{"path": cty.StringVal("/temporary"), "body": cty.StringVal("data")},
-			200, "POST /home body=data cookie= x=t"},
-		{"307 with a VU that holds cookies", 1,
-			map[string]cty.Value{"path": cty.StringVal("/temporary"), "body": cty.StringVal("data")},
-			200, "POST /home body=data cookie=s1 x=t"},
-		{"3xx without Location is returned", 2,
-			map[string]cty.Value{"path": cty.StringVal("/no-location")}, 302, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res := do(t, c, tc.vu, req(tc.set), true)
-			if res.request.Error != "" || res.request.Status != tc.status || res.body != tc.want {
-				t.Errorf("sample %+v body %q, want %d %q", res.request, res.body, tc.status, tc.want)
-			}
-		})
-	}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				res := do(t, c, tc.vu, req(tc.set), true)
+				if res.request.Error != "" || res.request.Status != tc.status || res.body != tc.want {
+					t.Errorf("sample %+v body %q, want %d %q", res.request, res.body, tc.status, tc.want)
+				}
+			})
+		}
+	})
 }
 
 func TestBasicAuthFromURL(t *testing.T) {
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		u, p, _ := r.BasicAuth()
-		io.WriteString(w, u+":"+p)
-	}))
-	defer srv.Close()
-	c := open(t, strings.Replace(srv.URL, "http://", "http://ann:s3cret@", 1), nil)
-	if res := do(t, c, 1, req(nil), true); res.body != "ann:s3cret" {
-		t.Errorf("server saw %q", res.body)
-	}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			u, p, _ := r.BasicAuth()
+			io.WriteString(w, u+":"+p)
+		}))
+		defer srv.Close()
+		c := open(t, p, strings.Replace(srv.URL, "http://", "http://ann:s3cret@", 1), nil)
+		if res := do(t, c, 1, req(nil), true); res.body != "ann:s3cret" {
+			t.Errorf("server saw %q", res.body)
+		}
+	})
 }
 
 func TestTLS(t *testing.T) {
-	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		io.WriteString(w, r.Proto)
-	}))
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the rejected handshake is expected
-	srv.StartTLS()
-	defer srv.Close()
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			io.WriteString(w, r.Proto)
+		}))
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the rejected handshake is expected
+		srv.StartTLS()
+		defer srv.Close()
 
-	t.Run("verified by default", func(t *testing.T) {
-		res := do(t, open(t, srv.URL, nil), 1, req(nil), false)
-		if res.request.Error != protocols.ErrTLS || res.request.Status != 0 {
-			t.Errorf("sample = %+v", res.request)
-		}
-	})
-	t.Run("insecure_skip_verify", func(t *testing.T) {
-		c := open(t, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
-		res := do(t, c, 1, req(nil), true)
-		if res.request.Error != "" || res.request.Status != 200 || res.body != "HTTP/1.1" {
-			t.Fatalf("sample = %+v body %q", res.request, res.body)
-		}
-		if res.connect == nil || res.connect.Value <= 0 {
-			t.Error("no connect sample on a new TLS connection")
-		}
-		// The handshake crosses the counted connection.
-		if res.request.BytesReceived < 500 {
-			t.Errorf("received %d bytes with a TLS handshake", res.request.BytesReceived)
-		}
-		if res := do(t, c, 1, req(nil), false); res.connect != nil {
-			t.Error("connect sample on a reused TLS connection")
-		}
+		t.Run("verified by default", func(t *testing.T) {
+			res := do(t, open(t, p, srv.URL, nil), 1, req(nil), false)
+			if res.request.Error != protocols.ErrTLS || res.request.Status != 0 {
+				t.Errorf("sample = %+v", res.request)
+			}
+		})
+		t.Run("insecure_skip_verify", func(t *testing.T) {
+			c := open(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+			res := do(t, c, 1, req(nil), true)
+			if res.request.Error != "" || res.request.Status != 200 || res.body != "HTTP/1.1" {
+				t.Fatalf("sample = %+v body %q", res.request, res.body)
+			}
+			if res.connect == nil || res.connect.Value <= 0 {
+				t.Error("no connect sample on a new TLS connection")
+			}
+			// The handshake crosses the counted connection.
+			if res.request.BytesReceived < 500 {
+				t.Errorf("received %d bytes with a TLS handshake", res.request.BytesReceived)
+			}
+			if res := do(t, c, 1, req(nil), false); res.connect != nil {
+				t.Error("connect sample on a reused TLS connection")
+			}
+		})
 	})
 }
 
 func TestHTTP2(t *testing.T) {
-	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		fmt.Fprintf(w, "%d", r.ProtoMajor)
-	}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	defer srv.Close()
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			fmt.Fprintf(w, "%d", r.ProtoMajor)
+		}))
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+		defer srv.Close()
 
-	cases := []struct {
-		name  string
-		http2 cty.Value
-		want  string
-	}{
-		{"default", cty.NullVal(cty.Bool), "2"},
-		{"disabled", cty.False, "1"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := open(t, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True, "http2": tc.http2})
-			for i := range 3 {
-				res := do(t, c, 1, req(map[string]cty.Value{"body": cty.StringVal("ping")}), true)
-				if res.request.Error != "" || res.body != tc.want {
-					t.Fatalf("call %d: sample = %+v body %q, want HTTP/%s", i, res.request, res.body, tc.want)
+		cases := []struct {
+			name  string
+			http2 cty.Value
+			want  string
+		}{
+			{"default", cty.NullVal(cty.Bool), "2"},
+			{"disabled", cty.False, "1"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				c := open(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True, "http2": tc.http2})
+				for i := range 3 {
+					res := do(t, c, 1, req(map[string]cty.Value{"body": cty.StringVal("ping")}), true)
+					if res.request.Error != "" || res.body != tc.want {
+						t.Fatalf("call %d: sample = %+v body %q, want HTTP/%s", i, res.request, res.body, tc.want)
+					}
+					if (res.connect != nil) != (i == 0) {
+						t.Errorf("call %d: connect sample %v", i, res.connect)
+					}
+					if res.ttfb == nil || res.request.BytesSent < 4 || res.request.BytesReceived < 1 {
+						t.Errorf("call %d: ttfb %v, bytes %d/%d", i, res.ttfb, res.request.BytesSent, res.request.BytesReceived)
+					}
 				}
-				if (res.connect != nil) != (i == 0) {
-					t.Errorf("call %d: connect sample %v", i, res.connect)
-				}
-				if res.ttfb == nil || res.request.BytesSent < 4 || res.request.BytesReceived < 1 {
-					t.Errorf("call %d: ttfb %v, bytes %d/%d", i, res.ttfb, res.request.BytesSent, res.request.BytesReceived)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 // rawServer accepts connections on 127.0.0.1 and hands each to serve.
@@ -519,230 +541,246 @@ func rawServer(t *testing.T, serve func(net.Conn)) string {
 }
 
 func TestErrorKinds(t *testing.T) {
-	slow := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		select {
-		case <-time.After(5 * time.Second):
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
-	reset := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		conn, _, err := w.(nethttp.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		conn.(*net.TCPConn).SetLinger(0) // close with RST
-		conn.Close()
-	}))
-	defer reset.Close()
-	garbage := rawServer(t, func(conn net.Conn) {
-		defer conn.Close()
-		conn.Read(make([]byte, 4096))
-		io.WriteString(conn, "garbage, not HTTP\r\n\r\n")
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
-
-	cases := []struct {
-		name    string
-		url     string
-		set     map[string]cty.Value
-		parent  time.Duration // cancel Do's own context after this; 0: never
-		want    protocols.ErrorKind
-		skipFor protocols.ErrorKind
-	}{
-		{name: "timeout", url: slow.URL, set: map[string]cty.Value{"timeout": cty.StringVal("100ms")}, want: protocols.ErrTimeout},
-		{name: "connection refused", url: closed, want: protocols.ErrConnectionRefused},
-		{name: "reset", url: reset.URL, want: protocols.ErrReset},
-		// .invalid never resolves; a machine without DNS answers with a
-		// timeout instead, which says nothing about the classification.
-		{name: "dns", url: "http://nonexistent.invalid", set: map[string]cty.Value{"timeout": cty.StringVal("3s")},
-			want: protocols.ErrDNS, skipFor: protocols.ErrTimeout},
-		{name: "protocol", url: garbage, want: protocols.ErrProtocol},
-		{name: "interrupted", url: slow.URL, parent: 100 * time.Millisecond, want: protocols.ErrInterrupted},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := open(t, tc.url, tc.set)
-			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-			defer cancel()
-			if tc.parent > 0 {
-				time.AfterFunc(tc.parent, cancel)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		slow := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
 			}
-			began := time.Now()
-			res := doCtx(ctx, c, 1, req(nil), false)
-			if tc.skipFor != "" && res.request.Error == tc.skipFor {
-				t.Skipf("got %s; no usable resolver here", tc.skipFor)
+		}))
+		defer slow.Close()
+		reset := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			conn, _, err := w.(nethttp.Hijacker).Hijack()
+			if err != nil {
+				return
 			}
-			if res.count != 1 || res.request.Error != tc.want {
-				t.Fatalf("error kind = %q, want %q (sample %+v)", res.request.Error, tc.want, res.request)
-			}
-			if res.request.Status != 0 {
-				t.Errorf("status = %d", res.request.Status)
-			}
-			if took := time.Since(began); took > 4*time.Second {
-				t.Errorf("took %v", took)
-			}
+			conn.(*net.TCPConn).SetLinger(0) // close with RST
+			conn.Close()
+		}))
+		defer reset.Close()
+		garbage := rawServer(t, func(conn net.Conn) {
+			defer conn.Close()
+			conn.Read(make([]byte, 4096))
+			io.WriteString(conn, "garbage, not HTTP\r\n\r\n")
 		})
-	}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := "http://" + ln.Addr().String()
+		ln.Close()
+
+		cases := []struct {
+			name    string
+			url     string
+			set     map[string]cty.Value
+			parent  time.Duration // cancel Do's own context after this; 0: never
+			want    protocols.ErrorKind
+			skipFor protocols.ErrorKind
+		}{
+			{name: "timeout", url: slow.URL, set: map[string]cty.Value{"timeout": cty.StringVal("100ms")}, want: protocols.ErrTimeout},
+			{name: "connection refused", url: closed, want: protocols.ErrConnectionRefused},
+			{name: "reset", url: reset.URL, want: protocols.ErrReset},
+			// .invalid never resolves; a machine without DNS answers with a
+			// timeout instead, which says nothing about the classification.
+			{name: "dns", url: "http://nonexistent.invalid", set: map[string]cty.Value{"timeout": cty.StringVal("3s")},
+				want: protocols.ErrDNS, skipFor: protocols.ErrTimeout},
+			{name: "protocol", url: garbage, want: protocols.ErrProtocol},
+			{name: "interrupted", url: slow.URL, parent: 100 * time.Millisecond, want: protocols.ErrInterrupted},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				c := open(t, p, tc.url, tc.set)
+				ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+				defer cancel()
+				if tc.parent > 0 {
+					time.AfterFunc(tc.parent, cancel)
+				}
+				began := time.Now()
+				res := doCtx(ctx, c, 1, req(nil), false)
+				if tc.skipFor != "" && res.request.Error == tc.skipFor {
+					t.Skipf("got %s; no usable resolver here", tc.skipFor)
+				}
+				if res.count != 1 || res.request.Error != tc.want {
+					t.Fatalf("error kind = %q, want %q (sample %+v)", res.request.Error, tc.want, res.request)
+				}
+				if res.request.Status != 0 {
+					t.Errorf("status = %d", res.request.Status)
+				}
+				if took := time.Since(began); took > 4*time.Second {
+					t.Errorf("took %v", took)
+				}
+			})
+		}
+	})
 }
 
 func TestStatusIsNotAnError(t *testing.T) {
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		nethttp.Error(w, "nope", nethttp.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	res := do(t, open(t, srv.URL, nil), 1, req(nil), true)
-	if res.request.Status != 503 || res.request.Error != "" || res.body != "nope\n" {
-		t.Errorf("sample = %+v body %q", res.request, res.body)
-	}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			nethttp.Error(w, "nope", nethttp.StatusServiceUnavailable)
+		}))
+		defer srv.Close()
+		res := do(t, open(t, p, srv.URL, nil), 1, req(nil), true)
+		if res.request.Status != 503 || res.request.Error != "" || res.body != "nope\n" {
+			t.Errorf("sample = %+v body %q", res.request, res.body)
+		}
+	})
 }
 
 func TestBytes(t *testing.T) {
-	const reqBody, respBody = 1000, 2000
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Write(make([]byte, respBody))
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, nil)
-	for i := range 3 {
-		res := do(t, c, 1, req(map[string]cty.Value{"body": cty.StringVal(strings.Repeat("x", reqBody))}), false)
-		s := res.request
-		if s.BytesSent < reqBody || s.BytesSent > reqBody+500 {
-			t.Errorf("call %d: sent %d bytes for a %d-byte body", i, s.BytesSent, reqBody)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const reqBody, respBody = 1000, 2000
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Write(make([]byte, respBody))
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
+		for i := range 3 {
+			res := do(t, c, 1, req(map[string]cty.Value{"body": cty.StringVal(strings.Repeat("x", reqBody))}), false)
+			s := res.request
+			if s.BytesSent < reqBody || s.BytesSent > reqBody+500 {
+				t.Errorf("call %d: sent %d bytes for a %d-byte body", i, s.BytesSent, reqBody)
+			}
+			if s.BytesReceived < respBody || s.BytesReceived > respBody+500 {
+				t.Errorf("call %d: received %d bytes for a %d-byte body", i, s.BytesReceived, respBody)
+			}
 		}
-		if s.BytesReceived < respBody || s.BytesReceived > respBody+500 {
-			t.Errorf("call %d: received %d bytes for a %d-byte body", i, s.BytesReceived, respBody)
+		res := do(t, c, 1, req(nil), false)
+		if res.request.BytesSent <= 0 || res.request.BytesReceived <= respBody {
+			t.Errorf("GET: %d/%d bytes", res.request.BytesSent, res.request.BytesReceived)
 		}
-	}
-	res := do(t, c, 1, req(nil), false)
-	if res.request.BytesSent <= 0 || res.request.BytesReceived <= respBody {
-		t.Errorf("GET: %d/%d bytes", res.request.BytesSent, res.request.BytesReceived)
-	}
+	})
 }
 
 func TestLatency(t *testing.T) {
-	const delay = 50 * time.Millisecond
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		time.Sleep(delay)
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, nil)
-	best := time.Hour
-	for range 3 {
-		res := do(t, c, 1, req(nil), false)
-		if got := res.request.Value; got < delay {
-			t.Errorf("latency %v < the server's %v", got, delay)
-		} else if got < best {
-			best = got
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const delay = 50 * time.Millisecond
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			time.Sleep(delay)
+			io.WriteString(w, "ok")
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
+		best := time.Hour
+		for range 3 {
+			res := do(t, c, 1, req(nil), false)
+			if got := res.request.Value; got < delay {
+				t.Errorf("latency %v < the server's %v", got, delay)
+			} else if got < best {
+				best = got
+			}
+			if res.ttfb == nil || res.ttfb.Value < delay || res.ttfb.Value > res.request.Value {
+				t.Errorf("ttfb %v of %v", res.ttfb, res.request.Value)
+			}
+			if !res.request.Time.After(res.ttfb.Time) && !res.request.Time.Equal(res.ttfb.Time) {
+				t.Errorf("request ended at %v before its first byte at %v", res.request.Time, res.ttfb.Time)
+			}
 		}
-		if res.ttfb == nil || res.ttfb.Value < delay || res.ttfb.Value > res.request.Value {
-			t.Errorf("ttfb %v of %v", res.ttfb, res.request.Value)
+		// The best of three, so a noisy machine does not fail the test.
+		if best >= delay+20*time.Millisecond {
+			t.Errorf("latency %v, want under %v", best, delay+20*time.Millisecond)
 		}
-		if !res.request.Time.After(res.ttfb.Time) && !res.request.Time.Equal(res.ttfb.Time) {
-			t.Errorf("request ended at %v before its first byte at %v", res.request.Time, res.ttfb.Time)
-		}
-	}
-	// The best of three, so a noisy machine does not fail the test.
-	if best >= delay+20*time.Millisecond {
-		t.Errorf("latency %v, want under %v", best, delay+20*time.Millisecond)
-	}
+	})
 }
 
 func TestKeepBody(t *testing.T) {
-	big := strings.Repeat("0123456789", 10000)
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		if r.URL.Path == "/big" {
-			io.WriteString(w, big)
-			return
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		big := strings.Repeat("0123456789", 10000)
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == "/big" {
+				io.WriteString(w, big)
+				return
+			}
+			json.NewEncoder(w).Encode(map[string]string{"path": r.URL.Path})
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
+		if res := do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/a")}), true); res.body != "{\"path\":\"/a\"}\n" {
+			t.Errorf("body = %q", res.body)
 		}
-		json.NewEncoder(w).Encode(map[string]string{"path": r.URL.Path})
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, nil)
-	if res := do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/a")}), true); res.body != "{\"path\":\"/a\"}\n" {
-		t.Errorf("body = %q", res.body)
-	}
-	if res := do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/big")}), true); res.body != big {
-		t.Errorf("body has %d bytes, want %d", len(res.body), len(big))
-	}
-	if res := do(t, c, 1, req(nil), false); res.body != "" {
-		t.Errorf("body kept without KeepBody: %q", res.body)
-	}
+		if res := do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/big")}), true); res.body != big {
+			t.Errorf("body has %d bytes, want %d", len(res.body), len(big))
+		}
+		if res := do(t, c, 1, req(nil), false); res.body != "" {
+			t.Errorf("body kept without KeepBody: %q", res.body)
+		}
+	})
 }
 
 func TestRequestTimeoutOverridesTarget(t *testing.T) {
-	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		select {
-		case <-time.After(300 * time.Millisecond):
-		case <-r.Context().Done():
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			select {
+			case <-time.After(300 * time.Millisecond):
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, map[string]cty.Value{"timeout": cty.StringVal("50ms")})
+		if res := do(t, c, 1, req(nil), false); res.request.Error != protocols.ErrTimeout {
+			t.Errorf("target timeout: %+v", res.request)
 		}
-	}))
-	defer srv.Close()
-	c := open(t, srv.URL, map[string]cty.Value{"timeout": cty.StringVal("50ms")})
-	if res := do(t, c, 1, req(nil), false); res.request.Error != protocols.ErrTimeout {
-		t.Errorf("target timeout: %+v", res.request)
-	}
-	res := do(t, c, 1, req(map[string]cty.Value{"timeout": cty.StringVal("2s")}), false)
-	if res.request.Error != "" || res.request.Status != 200 {
-		t.Errorf("request timeout: %+v", res.request)
-	}
+		res := do(t, c, 1, req(map[string]cty.Value{"timeout": cty.StringVal("2s")}), false)
+		if res.request.Error != "" || res.request.Status != 200 {
+			t.Errorf("request timeout: %+v", res.request)
+		}
+	})
 }
 
 func TestManyVUs(t *testing.T) {
-	srv, _ := recorder(t)
-	c := open(t, srv.URL, nil)
-	var wg sync.WaitGroup
-	for vu := uint64(1); vu <= 200; vu += 7 {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv, _ := recorder(t)
+		c := open(t, p, srv.URL, nil)
+		var wg sync.WaitGroup
+		for vu := uint64(1); vu <= 200; vu += 7 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if res := do(t, c, vu, req(nil), false); res.request.Status != 200 {
+					t.Errorf("VU %d: %+v", vu, res.request)
+				}
+			}()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if res := do(t, c, vu, req(nil), false); res.request.Status != 200 {
-				t.Errorf("VU %d: %+v", vu, res.request)
+			if res := do(t, c, 1<<40, req(nil), false); res.request.Status != 200 {
+				t.Errorf("sparse VU: %+v", res.request)
 			}
 		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if res := do(t, c, 1<<40, req(nil), false); res.request.Status != 200 {
-			t.Errorf("sparse VU: %+v", res.request)
+		wg.Wait()
+		if err := c.Close(); err != nil {
+			t.Error(err)
 		}
-	}()
-	wg.Wait()
-	if err := c.Close(); err != nil {
-		t.Error(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Error("second Close:", err)
-	}
+		if err := c.Close(); err != nil {
+			t.Error("second Close:", err)
+		}
+	})
 }
 
 func TestCloseClosesIdleConnections(t *testing.T) {
-	closed := make(chan struct{}, 4)
-	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s nethttp.ConnState) {
-		if s == nethttp.StateClosed {
-			closed <- struct{}{}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		closed := make(chan struct{}, 4)
+		srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {}))
+		srv.Config.ConnState = func(_ net.Conn, s nethttp.ConnState) {
+			if s == nethttp.StateClosed {
+				closed <- struct{}{}
+			}
 		}
-	}
-	srv.Start()
-	defer srv.Close()
-	c := open(t, srv.URL, nil)
-	do(t, c, 1, req(nil), false)
-	do(t, c, 2, req(nil), false)
-	c.Close()
-	for i := range 2 {
-		select {
-		case <-closed:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%d of 2 connections closed after Close", i)
+		srv.Start()
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
+		do(t, c, 1, req(nil), false)
+		do(t, c, 2, req(nil), false)
+		c.Close()
+		for i := range 2 {
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%d of 2 connections closed after Close", i)
+			}
 		}
-	}
+	})
 }
