@@ -114,7 +114,8 @@ func settledRSS(b *testing.B) int64 {
 // BenchmarkIdleStreams holds 10,000 idle SSE streams, each by its own
 // goroutine as a VU would, against a server in another process, and
 // reports the growth of this process's RSS per stream. Run it with
-// -benchtime=1x: one iteration opens all the streams.
+// -benchtime=1x: one iteration opens all the streams. It stays in-process:
+// it reads the client's unexported count and measures this process's RSS.
 func BenchmarkIdleStreams(b *testing.B) {
 	const streams = 10_000
 	url := startIdleServer(b)

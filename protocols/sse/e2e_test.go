@@ -114,6 +114,8 @@ scenario "sender" {
 // TestDeliveryMatchesServer: the events the subscribers received, and
 // those they missed, match the demo server's own counts exactly; the
 // server drops one delivery in 997 on purpose, so that missed is not 0.
+// It stays in-process: missed counting needs the run's ledger, which does
+// not cross the plugin wire (docs/sse.md, Isolated).
 func TestDeliveryMatchesServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 15 s end-to-end run; skipped with -short")
@@ -207,7 +209,8 @@ func faultServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 // TestFaultsEndToEnd: under a server that closes, garbles and stalls its
 // streams, the run completes, each fault is counted by kind, and streams
-// reconnect.
+// reconnect. It stays in-process: its subscriptions end with the scenario,
+// whose end does not cross the plugin wire (docs/sse.md, Isolated).
 func TestFaultsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 3 s end-to-end run; skipped with -short")
@@ -262,7 +265,8 @@ threshold {
 }
 
 // TestBadValueIsReportedAtLoad: the config reports a bad SSE value at its
-// attribute, before any load is sent.
+// attribute, before any load is sent. In-process only: the config validates
+// with the built-in at load, before any target is isolated.
 func TestBadValueIsReportedAtLoad(t *testing.T) {
 	reg := protocols.NewRegistry(http.New(), sse.New())
 	_, diags := config.Parse(map[string][]byte{"test.hcl": []byte(`
@@ -286,7 +290,8 @@ scenario "s" {
 	}
 }
 
-// TestExampleValidates: examples/sse-notifications.hcl loads.
+// TestExampleValidates: examples/sse-notifications.hcl loads. In-process
+// only: loading calls no protocol across the wire.
 func TestExampleValidates(t *testing.T) {
 	reg := protocols.NewRegistry(http.New(), sse.New())
 	_, diags := config.Load([]string{filepath.Join("..", "..", "examples", "sse-notifications.hcl")}, config.Options{

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // samples collects what a call emits.
@@ -62,10 +63,11 @@ func (s *samples) request(t *testing.T) protocols.Sample {
 	return rs[0]
 }
 
-// open returns a client of a target at baseURL.
-func open(t *testing.T, ctx context.Context, baseURL string) *Client {
+// open returns a client of a target at baseURL, opened through p: the
+// protocol as the test's path reaches it (protocoltest.Run).
+func open(t *testing.T, p protocols.Protocol, baseURL string) protocols.Client {
 	t.Helper()
-	c, err := New().Open(ctx, cty.ObjectVal(map[string]cty.Value{
+	c, err := p.Open(context.Background(), target(map[string]cty.Value{
 		"base_url": cty.StringVal(baseURL),
 		"timeout":  cty.StringVal("5s"),
 	}))
@@ -73,7 +75,73 @@ func open(t *testing.T, ctx context.Context, baseURL string) *Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c.(*Client)
+	return c
+}
+
+// gauger returns c as a protocols.Gauger, as the core reads it.
+func gauger(t *testing.T, c protocols.Client) protocols.Gauger {
+	t.Helper()
+	g, ok := c.(protocols.Gauger)
+	if !ok {
+		t.Fatalf("client %T reports no gauges", c)
+	}
+	return g
+}
+
+// openStreams reads the open-streams gauge; -1 when the client reported
+// none (an isolated client before the plugin's first report).
+func openStreams(g protocols.Gauger) int64 {
+	n := int64(-1)
+	g.Gauges(func(name string, v int64) {
+		if name == GaugeOpenStreams {
+			n = v
+		}
+	})
+	return n
+}
+
+// waitOpenStreams waits up to within for c's open-streams gauge to read
+// want, and fails the test with what it read last if it does not.
+func waitOpenStreams(t *testing.T, c protocols.Client, want int64, within time.Duration, what string) {
+	t.Helper()
+	g := gauger(t, c)
+	deadline := time.Now().Add(within)
+	for {
+		n := openStreams(g)
+		if n == want {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			t.Fatalf("open streams %s = %d, want %d", what, n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// gaugeLag is how stale the open-streams gauge may read on path once the
+// streams changed. In-process it is the client's own count: none. Isolated,
+// the plugin sends its client's gauges at most every 250 ms (plugins/sdk,
+// gaugeEvery) and the host reads its last report, which the contract allows
+// (protocols.Gauger is read once per 1 s interval); the margin is for -race.
+func gaugeLag(path protocoltest.Path) time.Duration {
+	if path.Isolated {
+		return 5 * time.Second
+	}
+	return 0
+}
+
+// target builds a target value with every attribute of the spec, as the
+// config hands it over (Protocol.Open: it conforms to Info.TargetSpec); the
+// plugin wire encodes it with the spec's type, so it needs them all.
+func target(attrs map[string]cty.Value) cty.Value {
+	obj := map[string]cty.Value{}
+	for k, spec := range targetSpec() {
+		obj[k] = cty.NullVal(hcldec.ImpliedType(spec))
+	}
+	for k, v := range attrs {
+		obj[k] = v
+	}
+	return cty.ObjectVal(obj)
 }
 
 // request builds a request value with every attribute of the spec.
@@ -116,59 +184,95 @@ func sseHandler(script func(n int, lastID string, send func(string), r *nethttp.
 func holdUntilGone(r *nethttp.Request) { <-r.Context().Done() }
 
 func TestStreamMeasures(t *testing.T) {
-	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
-		send(": hello\n\n")
-		for i := range 5 {
-			send(fmt.Sprintf("id: %d\nevent: note\ndata: {\"id\":\"e%d\",\ndata: \"sentAt\":%d}\n\n", i, i, time.Now().UnixMicro()))
-			time.Sleep(5 * time.Millisecond)
-		}
-		holdUntilGone(r)
-	}))
-	defer srv.Close()
-	c := open(t, context.Background(), srv.URL)
-	var got samples
-	c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{
-		"path":          str("/events"),
-		"events":        cty.NumberIntVal(5),
-		"id_field":      str("id"),
-		"sent_at_field": str("sentAt"),
-	})}, got.emit)
+	protocoltest.Run(t, New(), func(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+			send(": hello\n\n")
+			for i := range 5 {
+				send(fmt.Sprintf("id: %d\nevent: note\ndata: {\"id\":\"e%d\",\ndata: \"sentAt\":%d}\n\n", i, i, time.Now().UnixMicro()))
+				time.Sleep(5 * time.Millisecond)
+			}
+			holdUntilGone(r)
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL)
+		var got samples
+		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{
+			"path":          str("/events"),
+			"events":        cty.NumberIntVal(5),
+			"id_field":      str("id"),
+			"sent_at_field": str("sentAt"),
+		})}, got.emit)
 
-	req := got.request(t)
-	if req.Error != protocols.ErrNone || req.Status != 200 || req.BytesReceived < 200 || req.BytesSent < 50 {
-		t.Errorf("request sample %+v: want a success with bytes", req)
-	}
-	for metric, want := range map[string]int{
-		MetricConnect: 1, MetricFirstEvent: 1, MetricEventGap: 4, MetricEvents: 5,
-		MetricDeliveryLatency: 5, MetricExtractErrors: 0, MetricMalformed: 0, MetricDisconnects: 0,
-	} {
-		if n := got.count(metric); n != want {
-			t.Errorf("%s: %d samples, want %d", metric, n, want)
+		req := got.request(t)
+		if req.Error != protocols.ErrNone || req.Status != 200 || req.BytesReceived < 200 || req.BytesSent < 50 {
+			t.Errorf("request sample %+v: want a success with bytes", req)
 		}
-	}
-	for _, s := range got.of(MetricEventGap) {
-		if s.Value <= 0 {
-			t.Errorf("event gap %s", s.Value)
+		for metric, want := range map[string]int{
+			MetricConnect: 1, MetricFirstEvent: 1, MetricEventGap: 4, MetricEvents: 5,
+			MetricDeliveryLatency: 5, MetricExtractErrors: 0, MetricMalformed: 0, MetricDisconnects: 0,
+		} {
+			if n := got.count(metric); n != want {
+				t.Errorf("%s: %d samples, want %d", metric, n, want)
+			}
 		}
-	}
-	var open int64 = -1
-	c.Gauges(func(name string, v int64) {
-		if name == GaugeOpenStreams {
-			open = v
+		for _, s := range got.of(MetricEventGap) {
+			if s.Value <= 0 {
+				t.Errorf("event gap %s", s.Value)
+			}
 		}
+		// Read at once in-process; isolated, the plugin's next report.
+		waitOpenStreams(t, c, 0, gaugeLag(path), "after the call")
 	})
-	if open != 0 {
-		t.Errorf("open streams after the call = %d, want 0", open)
-	}
 }
 
+// TestOpenStreamsGauge: the open-streams gauge counts the streams held,
+// and reads 0 again once they have ended.
+func TestOpenStreamsGauge(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+			send("data: x\n\n")
+			select {
+			case <-release:
+				send("data: y\n\n")
+				holdUntilGone(r)
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel() // ends the streams if the test fails before release
+		const streams = 3
+		var wg sync.WaitGroup
+		results := make([]samples, streams)
+		for i := range streams {
+			wg.Go(func() {
+				c.Do(ctx, protocols.Call{VU: uint64(i + 1), Request: request(map[string]cty.Value{"events": cty.NumberIntVal(2)})}, results[i].emit)
+			})
+		}
+		waitOpenStreams(t, c, streams, 10*time.Second, "while the streams are held")
+		close(release) // each stream gets its second event and ends
+		wg.Wait()
+		for i := range results {
+			if req := results[i].request(t); req.Error != protocols.ErrNone || results[i].count(MetricEvents) != 2 {
+				t.Errorf("stream %d ended with %q after %d events, want success after 2", i, req.Error, results[i].count(MetricEvents))
+			}
+		}
+		waitOpenStreams(t, c, 0, gaugeLag(path), "after the streams ended")
+	})
+}
+
+// TestOpenStreamsGaugeAndEnding stays in-process: the scenario's end
+// (protocols.WithEnding) does not cross the plugin wire (docs/sse.md,
+// Isolated); TestOpenStreamsGauge runs the gauge on both paths.
 func TestOpenStreamsGaugeAndEnding(t *testing.T) {
 	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
 		send("data: x\n\n")
 		holdUntilGone(r)
 	}))
 	defer srv.Close()
-	c := open(t, context.Background(), srv.URL)
+	c := open(t, New(), srv.URL)
 	ending := make(chan struct{})
 	ctx := protocols.WithEnding(context.Background(), ending)
 	const streams = 3
@@ -177,18 +281,7 @@ func TestOpenStreamsGaugeAndEnding(t *testing.T) {
 	for i := range streams {
 		wg.Go(func() { c.Do(ctx, protocols.Call{VU: uint64(i + 1), Request: request(nil)}, results[i].emit) })
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var open int64
-		c.Gauges(func(_ string, v int64) { open = v })
-		if open == streams {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("open streams = %d, want %d", open, streams)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitOpenStreams(t, c, streams, 10*time.Second, "while the streams are held")
 	close(ending) // the scenario ends: streams end as successes
 	wg.Wait()
 	for i := range results {
@@ -298,96 +391,156 @@ func TestFaults(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var seen []string
-			srv := httptest.NewServer(sseHandler(func(n int, lastID string, send func(string), r *nethttp.Request) {
-				mu.Lock()
-				seen = append(seen, lastID)
-				mu.Unlock()
-				tc.script(n, lastID, send, r)
-			}))
-			defer srv.Close()
-			c := open(t, context.Background(), srv.URL)
-			var got samples
-			c.Do(context.Background(), protocols.Call{VU: 1, Request: request(tc.req)}, got.emit)
-			if req := got.request(t); req.Error != tc.final {
-				t.Errorf("request error %q, want %q", req.Error, tc.final)
-			}
-			if tc.kind != "" {
-				ds := got.of(MetricDisconnects)
-				if len(ds) == 0 || ds[0].Error != tc.kind {
-					t.Errorf("disconnects %+v, want the first with reason %q", ds, tc.kind)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				var mu sync.Mutex
+				var seen []string
+				srv := httptest.NewServer(sseHandler(func(n int, lastID string, send func(string), r *nethttp.Request) {
+					mu.Lock()
+					seen = append(seen, lastID)
+					mu.Unlock()
+					tc.script(n, lastID, send, r)
+				}))
+				defer srv.Close()
+				c := open(t, p, srv.URL)
+				var got samples
+				c.Do(context.Background(), protocols.Call{VU: 1, Request: request(tc.req)}, got.emit)
+				if req := got.request(t); req.Error != tc.final {
+					t.Errorf("request error %q, want %q", req.Error, tc.final)
 				}
-				if got.count(MetricDisconnects+"_"+string(tc.kind)) != len(ds) {
-					t.Errorf("per-kind disconnects %d, total %d", got.count(MetricDisconnects+"_"+string(tc.kind)), len(ds))
+				if tc.kind != "" {
+					ds := got.of(MetricDisconnects)
+					if len(ds) == 0 || ds[0].Error != tc.kind {
+						t.Errorf("disconnects %+v, want the first with reason %q", ds, tc.kind)
+					}
+					if got.count(MetricDisconnects+"_"+string(tc.kind)) != len(ds) {
+						t.Errorf("per-kind disconnects %d, total %d", got.count(MetricDisconnects+"_"+string(tc.kind)), len(ds))
+					}
 				}
-			}
-			if tc.check != nil {
-				mu.Lock()
-				s := append([]string(nil), seen...)
-				mu.Unlock()
-				tc.check(t, &got, s)
-			}
-		})
-	}
+				if tc.check != nil {
+					mu.Lock()
+					s := append([]string(nil), seen...)
+					mu.Unlock()
+					tc.check(t, &got, s)
+				}
+			})
+		}
+	})
 }
 
 func TestStatusAndReset(t *testing.T) {
-	refuse := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		nethttp.Error(w, "busy", nethttp.StatusServiceUnavailable)
-	}))
-	defer refuse.Close()
-	c := open(t, context.Background(), refuse.URL)
-	var got samples
-	c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"reconnect": cty.True})}, got.emit)
-	if req := got.request(t); req.Status != 503 || req.Error != ErrStatus || got.count(MetricReconnects) != 0 {
-		t.Errorf("request %+v, %d reconnects: want status 503, kind status, no reconnect", req, got.count(MetricReconnects))
-	}
-
-	reset := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(200)
-		fmt.Fprint(w, "data: a\n\n")
-		nethttp.NewResponseController(w).Flush()
-		conn, _, err := nethttp.NewResponseController(w).Hijack()
-		if err != nil {
-			return
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		refuse := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			nethttp.Error(w, "busy", nethttp.StatusServiceUnavailable)
+		}))
+		defer refuse.Close()
+		c := open(t, p, refuse.URL)
+		var got samples
+		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"reconnect": cty.True})}, got.emit)
+		if req := got.request(t); req.Status != 503 || req.Error != ErrStatus || got.count(MetricReconnects) != 0 {
+			t.Errorf("request %+v, %d reconnects: want status 503, kind status, no reconnect", req, got.count(MetricReconnects))
 		}
-		conn.(*net.TCPConn).SetLinger(0) // close with a RST
-		conn.Close()
-	}))
-	defer reset.Close()
-	c = open(t, context.Background(), reset.URL)
-	got = samples{}
-	c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"duration": str("10s")})}, got.emit)
-	if req := got.request(t); req.Error != protocols.ErrReset {
-		t.Errorf("request error %q, want reset", req.Error)
-	}
+
+		reset := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			fmt.Fprint(w, "data: a\n\n")
+			nethttp.NewResponseController(w).Flush()
+			conn, _, err := nethttp.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			conn.(*net.TCPConn).SetLinger(0) // close with a RST
+			conn.Close()
+		}))
+		defer reset.Close()
+		c = open(t, p, reset.URL)
+		got = samples{}
+		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"duration": str("10s")})}, got.emit)
+		if req := got.request(t); req.Error != protocols.ErrReset {
+			t.Errorf("request error %q, want reset", req.Error)
+		}
+	})
 }
 
 func TestCancelledCallIsInterrupted(t *testing.T) {
-	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
-		send("data: a\n\n")
-		holdUntilGone(r)
-	}))
-	defer srv.Close()
-	c := open(t, context.Background(), srv.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	var got samples
-	go func() {
-		for got.count(MetricEvents) == 0 {
-			time.Sleep(time.Millisecond)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+			send("data: a\n\n")
+			holdUntilGone(r)
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var got samples
+		g := gauger(t, c)
+		held := make(chan bool, 1)
+		go func() {
+			// Cancelled once the stream is held, as the gauge shows: an
+			// isolated call's samples reach the host only when it ends
+			// (see TestEventsAreEmittedWhileTheStreamIsHeld), the gauge
+			// while it runs.
+			defer cancel()
+			deadline := time.Now().Add(10 * time.Second)
+			for openStreams(g) != 1 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			held <- openStreams(g) == 1
+		}()
+		c.Do(ctx, protocols.Call{VU: 1, Request: request(nil)}, got.emit)
+		if !<-held {
+			t.Error("the stream never showed open before the cancel")
 		}
-		cancel()
-	}()
-	c.Do(ctx, protocols.Call{VU: 1, Request: request(nil)}, got.emit)
-	if req := got.request(t); req.Error != protocols.ErrInterrupted {
-		t.Errorf("request error %q, want interrupted", req.Error)
-	}
+		if req := got.request(t); req.Error != protocols.ErrInterrupted {
+			t.Errorf("request error %q, want interrupted", req.Error)
+		}
+	})
 }
 
+// TestEventsAreEmittedWhileTheStreamIsHeld: a held stream's samples reach
+// emit as its events arrive, not when the subscription ends, so that each
+// interval's output counts the events received in it.
+func TestEventsAreEmittedWhileTheStreamIsHeld(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
+		if path.Isolated {
+			t.Skip("isolated: a call's samples cross the plugin wire only when the call ends, see report")
+		}
+		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+			send("data: a\n\n")
+			holdUntilGone(r)
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var got samples
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Do(ctx, protocols.Call{VU: 1, Request: request(nil)}, got.emit)
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for got.count(MetricEvents) == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		n := got.count(MetricEvents)
+		select {
+		case <-done:
+			t.Fatal("the call ended before it was cancelled")
+		default:
+		}
+		cancel()
+		<-done
+		if n != 1 {
+			t.Errorf("%d events emitted while the stream was held, want 1", n)
+		}
+	})
+}
+
+// TestValidateRequest stays in-process: the config calls ValidateRequest on
+// the built-in at load, before any target is isolated; it has no wire.
 func TestValidateRequest(t *testing.T) {
 	for _, tc := range []struct {
 		attrs map[string]cty.Value
