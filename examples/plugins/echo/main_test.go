@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/protocols"
+)
+
+// Every test runs the protocol through the whole plugin wire: sdk.NewHarness
+// puts the plugin's server and hload's client on the two ends of an
+// in-memory gRPC connection, so the schemas, calls and samples cross it as
+// they do between two processes, without building a binary or running hload.
+func harness(t *testing.T) protocols.Protocol {
+	t.Helper()
+	h, err := sdk.NewHarness(echo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// server is a loopback TCP server whose connections handle serves. It
+// counts the connections and the bytes it read.
+type server struct {
+	addr  string
+	conns atomic.Int64
+	bytes atomic.Int64
+}
+
+func startServer(t *testing.T, handle func(conn net.Conn, s *server)) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.conns.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				handle(conn, s)
+			}()
+		}
+	}()
+	return s
+}
+
+// The servers' behaviours. A client always closes its connection at the
+// end of a call, which ends every one of them.
+var (
+	echoBack = func(conn net.Conn, s *server) {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			s.bytes.Add(int64(n)) // before the echo, so a call that got it is counted
+			if err != nil {
+				return
+			}
+			if _, err := conn.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	closeAtOnce = func(net.Conn, *server) {}
+	silent      = func(conn net.Conn, _ *server) { io.Copy(io.Discard, conn) }
+	shout       = func(conn net.Conn, _ *server) {
+		buf := make([]byte, 64)
+		n, _ := conn.Read(buf)
+		conn.Write(bytes.ToUpper(buf[:n]))
+	}
+)
+
+func target(address, timeout string) cty.Value {
+	t := cty.NullVal(cty.String) // as hload passes an attribute left out
+	if timeout != "" {
+		t = cty.StringVal(timeout)
+	}
+	return cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(address), "timeout": t})
+}
+
+func request(payload string) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{"payload": cty.StringVal(payload)})
+}
+
+func open(t *testing.T, p protocols.Protocol, tgt cty.Value) protocols.Client {
+	t.Helper()
+	c, err := p.Open(context.Background(), tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// do runs one call and returns its one request sample. Body is copied,
+// because it is valid only during emit.
+func do(ctx context.Context, c protocols.Client, call protocols.Call) (protocols.Sample, error) {
+	var out []protocols.Sample
+	c.Do(ctx, call, func(s protocols.Sample) {
+		s.Body = bytes.Clone(s.Body)
+		out = append(out, s)
+	})
+	if len(out) != 1 || out[0].Metric != protocols.MetricRequest {
+		return protocols.Sample{}, fmt.Errorf("samples %+v, want exactly one %q sample", out, protocols.MetricRequest)
+	}
+	return out[0], nil
+}
+
+func TestDescribe(t *testing.T) {
+	info := harness(t).Describe()
+	if info.Name != "echo" || info.Version != "0.1.0" {
+		t.Errorf("name %q version %q", info.Name, info.Version)
+	}
+	for _, tc := range []struct {
+		spec     hcldec.ObjectSpec
+		name     string
+		required bool
+	}{
+		{info.TargetSpec, "address", true},
+		{info.TargetSpec, "timeout", false},
+		{info.RequestSpec, "payload", true},
+	} {
+		a, ok := tc.spec[tc.name].(*hcldec.AttrSpec)
+		if !ok || a.Type != cty.String || a.Required != tc.required {
+			t.Errorf("%s crossed the wire as %#v, want a string, required: %v", tc.name, tc.spec[tc.name], tc.required)
+		}
+	}
+}
+
+func TestOpenRejectsBadTargets(t *testing.T) {
+	p := harness(t)
+	for _, tc := range []struct{ target cty.Value }{
+		{target("localhost", "")},
+		{target("127.0.0.1:7", "soon")},
+		{target("127.0.0.1:7", "-1s")},
+	} {
+		if c, err := p.Open(context.Background(), tc.target); err == nil {
+			c.Close()
+			t.Errorf("%#v opened", tc.target)
+		} else if !strings.Contains(err.Error(), "echo: ") {
+			t.Errorf("%#v: the error %q lost the plugin's message on the wire", tc.target, err)
+		}
+	}
+}
+
+// TestCalls runs 4 VUs of 25 calls each at once: every call is echoed and
+// measured, and the server saw every byte hload counted.
+func TestCalls(t *testing.T) {
+	srv := startServer(t, echoBack)
+	c := open(t, harness(t), target(srv.addr, "2s"))
+	const vus, calls = 4, 25
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for vu := uint64(1); vu <= vus; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range uint64(calls) {
+				payload := fmt.Sprintf("VU %d, call %d", vu, i)
+				keep := i%2 == 0
+				before := time.Now()
+				s, err := do(context.Background(), c, protocols.Call{VU: vu, Iteration: i, Request: request(payload), KeepBody: keep})
+				took := time.Since(before)
+				switch {
+				case err != nil:
+					t.Error(err)
+					return
+				case s.Error != protocols.ErrNone:
+					t.Errorf("%q: error %q", payload, s.Error)
+				case s.Value <= 0 || s.Value > took:
+					t.Errorf("%q: latency %v outside (0, %v]", payload, s.Value, took)
+				case s.BytesSent != int64(len(payload)) || s.BytesReceived != int64(len(payload)):
+					t.Errorf("%q: bytes sent %d received %d, want %d each", payload, s.BytesSent, s.BytesReceived, len(payload))
+				case keep && string(s.Body) != payload, !keep && s.Body != nil:
+					t.Errorf("%q: body %q with KeepBody %v", payload, s.Body, keep)
+				}
+				sent.Add(s.BytesSent)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := srv.conns.Load(); n != vus*calls {
+		t.Errorf("the server saw %d connections, want one per call: %d", n, vus*calls)
+	}
+	if got, want := srv.bytes.Load(), sent.Load(); got != want {
+		t.Errorf("the server echoed %d bytes, the samples count %d", got, want)
+	}
+}
+
+// TestErrors gives each failure its kind.
+func TestErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String() // nobody listens there once it is closed
+	ln.Close()
+
+	p := harness(t)
+	for _, tc := range []struct {
+		name    string
+		address string
+		timeout string
+		kind    protocols.ErrorKind
+	}{
+		{"nobody listens", refused, "", protocols.ErrConnectionRefused},
+		{"server closes", startServer(t, closeAtOnce).addr, "", protocols.ErrReset},
+		{"no reply", startServer(t, silent).addr, "200ms", protocols.ErrTimeout},
+		{"another reply", startServer(t, shout).addr, "", protocols.ErrProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := open(t, p, target(tc.address, tc.timeout))
+			before := time.Now()
+			s, err := do(context.Background(), c, protocols.Call{VU: 1, Request: request("hello")})
+			took := time.Since(before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Error != tc.kind || s.Value <= 0 || took > 2*time.Second {
+				t.Fatalf("error %q, latency %v, took %v: want %q, soon", s.Error, s.Value, took, tc.kind)
+			}
+			if tc.kind == protocols.ErrTimeout && s.Value < 200*time.Millisecond {
+				t.Fatalf("timed out after %v, before the 200ms timeout", s.Value)
+			}
+		})
+	}
+
+	// The end of the run (its graceful stop ran out) cancels the call's
+	// context; over the wire, that is a cancel message to the plugin.
+	t.Run("interrupted", func(t *testing.T) {
+		c := open(t, p, target(startServer(t, silent).addr, "10s"))
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		before := time.Now()
+		s, err := do(ctx, c, protocols.Call{VU: 1, Request: request("hello")})
+		took := time.Since(before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Error != protocols.ErrInterrupted || took > 500*time.Millisecond {
+			t.Fatalf("error %q after %v, want interrupted soon after the cancel at 100ms", s.Error, took)
+		}
+	})
+}
