@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // object builds a value conforming to spec, null where vals has nothing,
@@ -35,6 +36,7 @@ func object(t *testing.T, spec hcldec.ObjectSpec, vals map[string]cty.Value) cty
 	return cty.ObjectVal(attrs)
 }
 
+// TestTargetErrors stays in-process: it calls the unexported parseTarget.
 func TestTargetErrors(t *testing.T) {
 	url := cty.StringVal("amqp://guest:secret@127.0.0.1:5672/")
 	queue := func(kv map[string]cty.Value) cty.Value { return cty.TupleVal([]cty.Value{cty.ObjectVal(kv)}) }
@@ -71,6 +73,7 @@ func TestTargetErrors(t *testing.T) {
 	}
 }
 
+// TestTargetTopology stays in-process: it reads the unexported targetConfig.
 func TestTargetTopology(t *testing.T) {
 	cfg, err := parseTarget(object(t, targetSpec(), map[string]cty.Value{
 		"url":       cty.StringVal("amqp://127.0.0.1:5672/"),
@@ -98,6 +101,7 @@ func TestTargetTopology(t *testing.T) {
 	}
 }
 
+// TestRequestErrors stays in-process: it calls the unexported parseRequest.
 func TestRequestErrors(t *testing.T) {
 	cases := []struct {
 		name string
@@ -124,6 +128,7 @@ func TestRequestErrors(t *testing.T) {
 	}
 }
 
+// TestRequestJSONBody stays in-process: it reads the unexported request and its publishing.
 func TestRequestJSONBody(t *testing.T) {
 	q, err := parseRequest(object(t, requestSpec(), map[string]cty.Value{
 		"kind": cty.StringVal("publish"), "routing_key": cty.StringVal("q"),
@@ -147,18 +152,20 @@ func TestRequestJSONBody(t *testing.T) {
 // TestOpenRefused: a broker that is not there fails Open at once, with
 // the address, so no load is sent.
 func TestOpenRefused(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, err = New().Open(ctx, object(t, targetSpec(), map[string]cty.Value{"url": cty.StringVal("amqp://" + addr + "/")}))
-	if err == nil || !strings.Contains(err.Error(), addr) {
-		t.Fatalf("Open = %v; want an error naming %s", err, addr)
-	}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, err = p.Open(ctx, object(t, targetSpec(), map[string]cty.Value{"url": cty.StringVal("amqp://" + addr + "/")}))
+		if err == nil || !strings.Contains(err.Error(), addr) {
+			t.Fatalf("Open = %v; want an error naming %s", err, addr)
+		}
+	})
 }
 
 // call runs one call and returns its samples.
@@ -197,108 +204,142 @@ func countMetric(ss []protocols.Sample, metric string) int {
 
 // TestOutcomes checks each outcome a call can have against a real broker:
 // confirmed, returned, nacked, a channel error by its code, consume's
-// counts, and an rpc answered by a consume with reply.
+// counts, and an rpc answered by a consume with reply that the run's end
+// (its context) stops. Each path has queues of its own.
 func TestOutcomes(t *testing.T) {
 	url := brokerURL(t)
-	q := testQueue(t, url)
-	full := testQueue(t, url) // holds one message; the broker nacks the rest
-	rpcQ := testQueue(t, url)
 	str := cty.StringVal
-	c, err := New().Open(context.Background(), object(t, targetSpec(), map[string]cty.Value{
-		"url": str(url),
-		"queues": cty.TupleVal([]cty.Value{
-			cty.ObjectVal(map[string]cty.Value{"name": str(q)}),
-			cty.ObjectVal(map[string]cty.Value{"name": str(full), "arguments": cty.ObjectVal(map[string]cty.Value{
-				"x-max-length": cty.NumberIntVal(1), "x-overflow": str("reject-publish"),
-			})}),
-			cty.ObjectVal(map[string]cty.Value{"name": str(rpcQ)}),
-		}),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		q := testQueue(t, url)
+		full := testQueue(t, url) // holds one message; the broker nacks the rest
+		rpcQ := testQueue(t, url)
+		c, err := p.Open(context.Background(), object(t, targetSpec(), map[string]cty.Value{
+			"url": str(url),
+			"queues": cty.TupleVal([]cty.Value{
+				cty.ObjectVal(map[string]cty.Value{"name": str(q)}),
+				cty.ObjectVal(map[string]cty.Value{"name": str(full), "arguments": cty.ObjectVal(map[string]cty.Value{
+					"x-max-length": cty.NumberIntVal(1), "x-overflow": str("reject-publish"),
+				})}),
+				cty.ObjectVal(map[string]cty.Value{"name": str(rpcQ)}),
+			}),
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
 
-	t.Run("confirmed", func(t *testing.T) {
-		ss := call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str(q), "body": str("hello")})
-		r := requestSample(t, ss)
-		if r.Error != "" || r.Status != StatusOK || r.BytesSent != 5 || countMetric(ss, MetricConfirmed) != 1 {
-			t.Errorf("request %+v, confirmed %d", r, countMetric(ss, MetricConfirmed))
-		}
-	})
-	t.Run("returned", func(t *testing.T) {
-		ss := call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str("no-such-queue-" + q), "mandatory": cty.True})
-		r := requestSample(t, ss)
-		if r.Error != ErrReturned || r.Status != 312 || countMetric(ss, MetricReturned) != 1 {
-			t.Errorf("request %+v, returned %d", r, countMetric(ss, MetricReturned))
-		}
-	})
-	t.Run("nacked", func(t *testing.T) {
-		var last protocols.Sample
-		for range 2 {
-			last = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str(full)}))
-		}
-		if last.Error != ErrNacked {
-			t.Errorf("second publish to a full reject-publish queue: %+v; want nacked", last)
-		}
-	})
-	t.Run("channel error", func(t *testing.T) {
-		r := requestSample(t, call(t, c, map[string]cty.Value{"kind": str("consume"), "queue": str("no-such-queue-" + q), "duration": str("1s")}))
-		if r.Error != ErrChannel || r.Status != 404 {
-			t.Errorf("consume from a missing queue: %+v; want channel_error 404", r)
-		}
-		// The channel error closed the consume's own channel only.
-		r = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str(q), "body": str("again")}))
-		if r.Error != "" {
-			t.Errorf("publish after a channel error: %+v", r)
-		}
-	})
-	t.Run("consume", func(t *testing.T) {
-		ss := call(t, c, map[string]cty.Value{"kind": str("consume"), "queue": str(q), "messages": cty.NumberIntVal(2), "duration": str("10s")})
-		r := requestSample(t, ss)
-		if r.Error != "" || r.BytesReceived != int64(len("hello")+len("again")) || countMetric(ss, MetricConsumed) != 2 {
-			t.Errorf("request %+v, consumed %d", r, countMetric(ss, MetricConsumed))
-		}
-		ss = call(t, c, map[string]cty.Value{"kind": str("consume"), "queue": str(q), "duration": str("200ms")})
-		if n := countMetric(ss, MetricConsumed); n != 0 || requestSample(t, ss).Error != "" {
-			t.Errorf("an empty queue: consumed %d, %+v", n, requestSample(t, ss))
-		}
-	})
-	t.Run("rpc", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(1)
-		var server []protocols.Sample
-		go func() {
-			defer wg.Done()
-			c.Do(ctx, protocols.Call{VU: 2, Request: object(t, requestSpec(), map[string]cty.Value{
-				"kind": str("consume"), "queue": str(rpcQ), "reply": str("pong"),
-			})}, func(s protocols.Sample) { server = append(server, s) })
-		}()
-		var r protocols.Sample
-		for range 3 {
-			r = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("rpc"), "routing_key": str(rpcQ), "body": str("ping"), "timeout": str("5s")}))
-			if r.Error != "" {
-				break
+		t.Run("confirmed", func(t *testing.T) {
+			ss := call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str(q), "body": str("hello")})
+			r := requestSample(t, ss)
+			if r.Error != "" || r.Status != StatusOK || r.BytesSent != 5 || countMetric(ss, MetricConfirmed) != 1 {
+				t.Errorf("request %+v, confirmed %d", r, countMetric(ss, MetricConfirmed))
 			}
-		}
-		cancel()
-		wg.Wait()
-		if r.Error != "" || r.BytesReceived != 4 {
-			t.Errorf("rpc: %+v; want the reply pong", r)
-		}
-		if n := countMetric(server, MetricConsumed); n != 3 || requestSample(t, server).Error != "" {
-			t.Errorf("the replying consume counted %d; want 3, and no error when the run ends it", n)
-		}
-		r = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("rpc"), "routing_key": str(rpcQ), "timeout": str("300ms")}))
-		if r.Error != protocols.ErrTimeout {
-			t.Errorf("rpc with nobody answering: %+v; want timeout", r)
-		}
+		})
+		t.Run("returned", func(t *testing.T) {
+			ss := call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str("no-such-queue-" + q), "mandatory": cty.True})
+			r := requestSample(t, ss)
+			if r.Error != ErrReturned || r.Status != 312 || countMetric(ss, MetricReturned) != 1 {
+				t.Errorf("request %+v, returned %d", r, countMetric(ss, MetricReturned))
+			}
+		})
+		t.Run("nacked", func(t *testing.T) {
+			var last protocols.Sample
+			for range 2 {
+				last = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str(full)}))
+			}
+			if last.Error != ErrNacked {
+				t.Errorf("second publish to a full reject-publish queue: %+v; want nacked", last)
+			}
+		})
+		t.Run("channel error", func(t *testing.T) {
+			r := requestSample(t, call(t, c, map[string]cty.Value{"kind": str("consume"), "queue": str("no-such-queue-" + q), "duration": str("1s")}))
+			if r.Error != ErrChannel || r.Status != 404 {
+				t.Errorf("consume from a missing queue: %+v; want channel_error 404", r)
+			}
+			// The channel error closed the consume's own channel only.
+			r = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("publish"), "routing_key": str(q), "body": str("again")}))
+			if r.Error != "" {
+				t.Errorf("publish after a channel error: %+v", r)
+			}
+		})
+		t.Run("consume", func(t *testing.T) {
+			ss := call(t, c, map[string]cty.Value{"kind": str("consume"), "queue": str(q), "messages": cty.NumberIntVal(2), "duration": str("10s")})
+			r := requestSample(t, ss)
+			if r.Error != "" || r.BytesReceived != int64(len("hello")+len("again")) || countMetric(ss, MetricConsumed) != 2 {
+				t.Errorf("request %+v, consumed %d", r, countMetric(ss, MetricConsumed))
+			}
+			ss = call(t, c, map[string]cty.Value{"kind": str("consume"), "queue": str(q), "duration": str("200ms")})
+			if n := countMetric(ss, MetricConsumed); n != 0 || requestSample(t, ss).Error != "" {
+				t.Errorf("an empty queue: consumed %d, %+v", n, requestSample(t, ss))
+			}
+		})
+		t.Run("rpc", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			var server []protocols.Sample
+			go func() {
+				defer wg.Done()
+				c.Do(ctx, protocols.Call{VU: 2, Request: object(t, requestSpec(), map[string]cty.Value{
+					"kind": str("consume"), "queue": str(rpcQ), "reply": str("pong"),
+				})}, func(s protocols.Sample) { server = append(server, s) })
+			}()
+			var r protocols.Sample
+			for range 3 {
+				r = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("rpc"), "routing_key": str(rpcQ), "body": str("ping"), "timeout": str("5s")}))
+				if r.Error != "" {
+					break
+				}
+			}
+			cancel()
+			wg.Wait()
+			if r.Error != "" || r.BytesReceived != 4 {
+				t.Errorf("rpc: %+v; want the reply pong", r)
+			}
+			if n := countMetric(server, MetricConsumed); n != 3 || requestSample(t, server).Error != "" {
+				t.Errorf("the replying consume counted %d; want 3, and no error when the run ends it", n)
+			}
+			r = requestSample(t, call(t, c, map[string]cty.Value{"kind": str("rpc"), "routing_key": str(rpcQ), "timeout": str("300ms")}))
+			if r.Error != protocols.ErrTimeout {
+				t.Errorf("rpc with nobody answering: %+v; want timeout", r)
+			}
+		})
+		t.Run("bad request", func(t *testing.T) {
+			r := requestSample(t, call(t, c, map[string]cty.Value{"kind": str("get")}))
+			if r.Error != ErrRequest {
+				t.Errorf("%+v; want bad_request", r)
+			}
+		})
 	})
-	t.Run("bad request", func(t *testing.T) {
-		r := requestSample(t, call(t, c, map[string]cty.Value{"kind": str("get")}))
-		if r.Error != ErrRequest {
-			t.Errorf("%+v; want bad_request", r)
+}
+
+// TestGauges: an open client reports its connection up and not blocked.
+// On the isolated path the levels cross the wire with the plugin's
+// batches, at most every 250 ms, so the test waits a little for the first
+// report; the levels it then checks are the same on both paths.
+func TestGauges(t *testing.T) {
+	url := brokerURL(t)
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		c, err := p.Open(context.Background(), object(t, targetSpec(), map[string]cty.Value{"url": cty.StringVal(url)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		g, ok := c.(protocols.Gauger)
+		if !ok {
+			t.Fatalf("the client, a %T, reports no gauges", c)
+		}
+		levels := func() map[string]int64 {
+			m := map[string]int64{}
+			g.Gauges(func(name string, v int64) { m[name] = v })
+			return m
+		}
+		got := levels()
+		for deadline := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(deadline); got = levels() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(got) != 2 || got[GaugeConnected] != 1 || got[GaugeBlocked] != 0 {
+			t.Errorf("gauges %v; want %s 1 and %s 0", got, GaugeConnected, GaugeBlocked)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // brokerURL returns the test broker's URL from HLOAD_RABBITMQ_URL, which
@@ -56,17 +57,34 @@ func testQueue(t *testing.T, url string) string {
 	return name
 }
 
-// runTest parses src and runs it with the given protocols.
-func runTest(t *testing.T, src string, timeout time.Duration, ps ...protocols.Protocol) *metrics.Summary {
+// runTest parses src against the built-in protocol, as hload does, and
+// runs it with p, the protocol as path reaches it.
+func runTest(t *testing.T, src string, timeout time.Duration, path protocoltest.Path, p protocols.Protocol) *metrics.Summary {
 	t.Helper()
-	reg := protocols.NewRegistry(ps...)
-	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, t.TempDir(), config.Options{Protocols: reg})
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, t.TempDir(), config.Options{Protocols: protocols.NewRegistry(New())})
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", diags.Error())
 	}
+	return runOn(t, test, timeout, path, p)
+}
+
+// runOn runs test with p, the protocol as path reaches it. On the isolated
+// path every target runs as isolate = true runs it: the core takes the
+// target's protocol from Options.Isolated, which hload answers with a
+// plugin process and this test with the path's harness.
+func runOn(t *testing.T, test *config.Test, timeout time.Duration, path protocoltest.Path, p protocols.Protocol) *metrics.Summary {
+	t.Helper()
+	opts := core.Options{Protocols: protocols.NewRegistry(p)}
+	if path.Isolated {
+		for _, tg := range test.Targets {
+			tg.Isolate = true
+		}
+		opts.Protocols = protocols.NewRegistry(New())
+		opts.Isolated = func(*config.Target) (protocols.Protocol, error) { return p, nil }
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	sum, err := core.Run(ctx, test, core.Options{Protocols: reg})
+	sum, err := core.Run(ctx, test, opts)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -104,38 +122,70 @@ func figures(t *testing.T, sum *metrics.Summary, scenario, req string) *metrics.
 	return s.Requests[req]
 }
 
-// recorder is the protocol with hooks that note which message bodies
-// were confirmed and which were consumed, so a test can match them one by
-// one rather than only by count.
+// recorder notes which message bodies were confirmed and which were
+// consumed, so a test can match them one by one rather than only by count.
+// Confirms are noted from the request samples as they reach the core,
+// after the wire on the isolated path; consumes by the protocol's observe
+// hook, which sees each message a consume call counts (on the isolated
+// path, on the plugin's side of the in-memory wire).
 type recorder struct {
-	*Protocol
 	mu        sync.Mutex
 	confirmed map[string]time.Time
 	consumed  map[string]int
 }
 
-func newRecorder() *recorder {
-	r := &recorder{Protocol: New(), confirmed: map[string]time.Time{}, consumed: map[string]int{}}
-	r.observe = func(body []byte) {
+// newRecorder returns a recorder and the AMQP protocol whose consume calls
+// it watches.
+func newRecorder() (*recorder, *Protocol) {
+	r := &recorder{}
+	r.reset()
+	p := New()
+	p.observe = func(body []byte) {
 		r.mu.Lock()
 		r.consumed[string(body)]++
 		r.mu.Unlock()
 	}
-	return r
+	return r, p
 }
 
-func (r *recorder) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	c, err := r.Protocol.Open(ctx, target)
+// reset forgets what was noted, so each path starts from nothing.
+func (r *recorder) reset() {
+	r.mu.Lock()
+	r.confirmed, r.consumed = map[string]time.Time{}, map[string]int{}
+	r.mu.Unlock()
+}
+
+// wrap returns p, whose clients note the bodies of the publishes the
+// broker confirmed.
+func (r *recorder) wrap(p protocols.Protocol) protocols.Protocol {
+	return &recordingProtocol{Protocol: p, r: r}
+}
+
+type recordingProtocol struct {
+	protocols.Protocol
+	r *recorder
+}
+
+func (p *recordingProtocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+	c, err := p.Protocol.Open(ctx, target)
 	if err != nil {
 		return nil, err
 	}
-	return &recordingClient{Client: c, r: r}, nil
+	return &recordingClient{Client: c, r: p.r}, nil
 }
 
+// recordingClient passes on its client's gauges and failures, so the core
+// sees what it would see without the recorder: on the isolated path, a
+// failed plugin ends the run.
 type recordingClient struct {
 	protocols.Client
 	r *recorder
 }
+
+var (
+	_ protocols.Gauger = (*recordingClient)(nil)
+	_ protocols.Failer = (*recordingClient)(nil)
+)
 
 func (c *recordingClient) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	kind, _ := protocols.StringAttr(call.Request, "kind")
@@ -148,4 +198,19 @@ func (c *recordingClient) Do(ctx context.Context, call protocols.Call, emit func
 		}
 		emit(s)
 	})
+}
+
+func (c *recordingClient) Gauges(report func(name string, value int64)) {
+	if g, ok := c.Client.(protocols.Gauger); ok {
+		g.Gauges(report)
+	}
+}
+
+// Failed returns nil, a channel that never delivers, for a client that
+// cannot fail as a whole.
+func (c *recordingClient) Failed() <-chan error {
+	if f, ok := c.Client.(protocols.Failer); ok {
+		return f.Failed()
+	}
+	return nil
 }

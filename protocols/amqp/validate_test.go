@@ -10,6 +10,7 @@ import (
 
 // TestRequestMistakesAtLoad: a request that cannot run is a diagnostic at
 // its attribute when the file loads, with no broker needed.
+// It stays in-process: load-time checks run on the host's built-in, isolated target or not.
 func TestRequestMistakesAtLoad(t *testing.T) {
 	src := `
 target "mq" {
