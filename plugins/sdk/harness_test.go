@@ -230,6 +230,59 @@ func TestHarnessBatchedCallsKeepTheirSamples(t *testing.T) {
 	}
 }
 
+// TestHarnessLongCallStreamsItsSamples: a call that runs on (an SSE
+// subscription) has its samples emitted on the host while it runs, in
+// order, rather than all when it ends.
+func TestHarnessLongCallStreamsItsSamples(t *testing.T) {
+	_, c, _ := open(t, RemoteOptions{}, func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+		for i := range 3 {
+			emit(protocols.Sample{Metric: "event", Time: time.Now(), Value: time.Duration(i)})
+			time.Sleep(20 * time.Millisecond)
+		}
+		<-ctx.Done()
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+	})
+	var mu sync.Mutex
+	var got []protocols.Sample
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		c.Do(ctx, protocols.Call{VU: 1, Request: request("/")}, func(s protocols.Sample) {
+			mu.Lock()
+			got = append(got, s)
+			mu.Unlock()
+		})
+	}()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); count() < 3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case <-ended:
+		t.Fatal("the call ended before it was cancelled")
+	default:
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("%d samples emitted while the call ran, want its 3 events", n)
+	}
+	cancel()
+	<-ended
+	if len(got) != 4 || got[3].Error != protocols.ErrInterrupted {
+		t.Fatalf("got %+v, want 3 events, then the interrupted request", got)
+	}
+	for i := range 3 {
+		if got[i].Metric != "event" || got[i].Value != time.Duration(i) {
+			t.Errorf("sample %d = %+v, want event %d", i, got[i], i)
+		}
+	}
+}
+
 func TestHarnessSamples(t *testing.T) {
 	now := time.Unix(1700000000, 987654321)
 	body := []byte(`{"ok":true}`)

@@ -205,13 +205,19 @@ type pendingCall struct {
 	planned   int64  // unix nanoseconds, 0 for none
 	request   []byte // shared with the encode cache: never modified
 	keepBody  bool
-	samples   []protocols.Sample
+	samples   []protocols.Sample  // received, not yet emitted
+	spare     []protocols.Sample  // emitted, for reuse
+	ending    bool                // the batch being received ends the call
+	touched   bool                // the batch being received has samples of the call
 	outcome   protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
 	done      chan struct{}       // capacity 1: one signal per use
+	// more says samples came for the call while it runs on (a long call
+	// streams them); capacity 1, so signals coalesce.
+	more chan struct{}
 }
 
 var pendingCalls = sync.Pool{New: func() any {
-	return &pendingCall{done: make(chan struct{}, 1)}
+	return &pendingCall{done: make(chan struct{}, 1), more: make(chan struct{}, 1)}
 }}
 
 // client is an opened target on the plugin, with its Run stream.
@@ -236,7 +242,8 @@ type client struct {
 	wake   chan struct{} // capacity 1, so wakes coalesce
 	failed chan error    // capacity 1: the one failure
 
-	encoded encodeCache // request encodings, reused while the value repeats
+	encoded encodeCache    // request encodings, reused while the value repeats
+	touched []*pendingCall // receive's own: calls that got samples and run on
 
 	gaugesMu sync.Mutex
 	gauges   []*proto.Gauge // the plugin's last report
@@ -272,6 +279,7 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	p.request, p.keepBody = req, call.KeepBody
 	p.samples = p.samples[:0]
 	p.outcome = protocols.ErrNone
+	p.ending = false
 
 	c.mu.Lock()
 	if c.failErr != nil || c.closed {
@@ -292,15 +300,36 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	c.mu.Unlock()
 	c.signal()
 
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		if !c.cancelCall(p, id) {
-			// The plugin never confirmed; p may still sit in the sender's
-			// queue, so it is left to the garbage collector.
-			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
-			return
+	for running := true; running; {
+		select {
+		case <-p.done:
+			running = false
+		case <-p.more:
+			// A long call's samples, emitted as they come, on Do's
+			// goroutine as the contract wants.
+			c.mu.Lock()
+			got := p.samples
+			p.samples = p.spare[:0]
+			c.mu.Unlock()
+			for i := range got {
+				emit(got[i])
+			}
+			clear(got)
+			p.spare = got[:0]
+		case <-ctx.Done():
+			if !c.cancelCall(p, id) {
+				// The plugin never confirmed; p may still sit in the sender's
+				// queue, so it is left to the garbage collector.
+				emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+				return
+			}
+			running = false
 		}
+	}
+	// A signal that lost the race with done; p.samples has its samples.
+	select {
+	case <-p.more:
+	default:
 	}
 	if p.outcome != protocols.ErrNone {
 		// Given up by a failure or Close; p may still be queued.
@@ -531,11 +560,21 @@ func (c *client) receive() {
 			return
 		}
 		c.mu.Lock()
+		for _, id := range b.Done {
+			if p := c.pending[id]; p != nil {
+				p.ending = true
+			}
+		}
+		touched := c.touched[:0]
 		body := 0 // the next of b.BodySample
 		for i, id := range b.CallId {
 			p := c.pending[id]
 			if p == nil {
 				continue // given up after a cancel
+			}
+			if !p.ending && !p.touched {
+				p.touched = true
+				touched = append(touched, p)
 			}
 			sample := protocols.Sample{
 				Metric:        b.Names[b.Metric[i]],
@@ -558,6 +597,17 @@ func (c *client) receive() {
 			}
 			p.samples = append(p.samples, sample)
 		}
+		// Before the calls that end are completed: once done is sent, the
+		// Do may hand its pendingCall back to the pool.
+		for _, p := range touched {
+			p.touched = false
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+		}
+		clear(touched)
+		c.touched = touched[:0]
 		for _, id := range b.Done {
 			if p := c.pending[id]; p != nil {
 				delete(c.pending, id)

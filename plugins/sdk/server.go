@@ -149,7 +149,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		stream:   stream,
 		client:   client,
 		ctx:      ctx,
-		calls:    make(map[uint64]context.CancelFunc),
+		calls:    make(map[uint64]*callState),
 		requests: make(map[string]cty.Value),
 		jobs:     make(chan job),
 		wake:     make(chan struct{}, 1),
@@ -168,8 +168,8 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 	// Calls that finish later emit into a buffer nobody sends.
 	cancel()
 	r.mu.Lock()
-	for _, cancelCall := range r.calls {
-		cancelCall()
+	for _, cs := range r.calls {
+		cs.cancel()
 	}
 	r.mu.Unlock()
 	<-r.senderQ
@@ -185,11 +185,11 @@ type run struct {
 	ctx    context.Context
 
 	mu       sync.Mutex
-	calls    map[uint64]context.CancelFunc // in flight, by call id
-	requests map[string]cty.Value          // decoded requests by their msgpack; Run's goroutine only
-	jobs     chan job                      // unbuffered: taken only by an idle worker
-	samples  []wireSample                  // waiting to be sent
-	done     []uint64                      // finished, waiting to be sent
+	calls    map[uint64]*callState // in flight, by call id
+	requests map[string]cty.Value  // decoded requests by their msgpack; Run's goroutine only
+	jobs     chan job              // unbuffered: taken only by an idle worker
+	samples  []wireSample          // waiting to be sent
+	done     []uint64              // finished, waiting to be sent
 
 	wake    chan struct{} // something is pending; capacity 1 so wakes coalesce
 	senderQ chan struct{} // closed when the sender has stopped
@@ -212,10 +212,10 @@ func (r *run) handle(b *proto.CallBatch) {
 	}
 	for _, id := range b.Cancel {
 		r.mu.Lock()
-		cancel := r.calls[id]
+		cs := r.calls[id]
 		r.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		if cs != nil {
+			cs.cancel()
 		}
 	}
 }
@@ -244,17 +244,30 @@ type wireSample struct {
 	protocols.Sample
 }
 
-// callState is one call's emit; pooled with its bound emit func so a
-// call costs no closure allocation. Its samples stay with it until the
-// call finishes, so emit takes no lock.
+// callState is one call in flight and its emit; pooled with its bound
+// emit func so a call costs no closure allocation. Its samples stay with
+// it until it finishes, so a short call's go in one critical section; a
+// long call's (an SSE subscription, an AMQP consumer) are swept to the
+// sender as it runs on.
 type callState struct {
 	r          *run
 	id         uint64
 	keepBody   bool
-	sawRequest bool
+	sawRequest bool // emit's goroutine only
+	cancel     context.CancelFunc
 	emitFn     func(protocols.Sample)
-	samples    []wireSample // emitted, handed to the sender at finish
+	seen       bool // by a sweep: the next one takes the samples; under r.mu
+
+	mu      sync.Mutex   // emit against a sweep
+	samples []wireSample // emitted, not yet handed to the sender
 }
+
+// sweepEvery is how often the sender takes the samples of the calls that
+// were already running at the previous sweep. A call that runs longer
+// than that shows its samples in the interval they happen, and loses at
+// most this much of them if the plugin dies; one that ends sooner sends
+// them all at its end.
+const sweepEvery = 100 * time.Millisecond
 
 var callStates = sync.Pool{New: func() any {
 	cs := new(callState)
@@ -281,17 +294,20 @@ func (r *run) start(id uint64, call protocols.Call, request []byte) {
 		return
 	}
 	call.Request = req
+	cs := callStates.Get().(*callState)
+	cs.r, cs.id, cs.keepBody, cs.sawRequest, cs.seen = r, id, call.KeepBody, false, false
 	// A root context, not one derived from r.ctx: deriving registers every
 	// call with the run's context and removes it again, under its lock,
 	// which showed in the profile. Run cancels the calls left when it ends.
-	ctx, cancel := context.WithCancel(context.Background())
+	var ctx context.Context
+	ctx, cs.cancel = context.WithCancel(context.Background())
 	r.mu.Lock()
-	r.calls[id] = cancel
+	r.calls[id] = cs
 	r.mu.Unlock()
 	// A call is one VU's request and may block for its whole timeout, so
 	// each runs on its own goroutine: an idle worker's when there is one,
 	// because a fresh goroutine pays for growing its stack on every call.
-	j := job{ctx: ctx, id: id, call: call}
+	j := job{ctx: ctx, cs: cs, call: call}
 	select {
 	case r.jobs <- j:
 	default:
@@ -302,7 +318,7 @@ func (r *run) start(id uint64, call protocols.Call, request []byte) {
 // job is one call for a worker.
 type job struct {
 	ctx  context.Context
-	id   uint64
+	cs   *callState
 	call protocols.Call
 }
 
@@ -312,7 +328,7 @@ type job struct {
 // timer reset on every call cost more than the parked goroutines.
 func (r *run) work(j job) {
 	for {
-		r.do(j.ctx, j.id, j.call)
+		r.do(j.ctx, j.cs, j.call)
 		select {
 		case j = <-r.jobs:
 		case <-r.ctx.Done():
@@ -343,9 +359,7 @@ func (r *run) decodeRequest(b []byte) (cty.Value, error) {
 	return v, nil
 }
 
-func (r *run) do(ctx context.Context, id uint64, call protocols.Call) {
-	cs := callStates.Get().(*callState)
-	cs.r, cs.id, cs.keepBody, cs.sawRequest = r, id, call.KeepBody, false
+func (r *run) do(ctx context.Context, cs *callState, call protocols.Call) {
 	defer func() {
 		if p := recover(); p != nil {
 			// A panicking protocol costs one call, not the plugin and
@@ -358,7 +372,7 @@ func (r *run) do(ctx context.Context, id uint64, call protocols.Call) {
 			cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
 		}
 		r.finish(cs)
-		cs.r = nil
+		cs.r, cs.cancel = nil, nil
 		callStates.Put(cs)
 	}()
 	r.client.Do(ctx, call, cs.emitFn)
@@ -375,7 +389,9 @@ func (cs *callState) emit(s protocols.Sample) {
 	} else {
 		s.Body = nil
 	}
+	cs.mu.Lock()
 	cs.samples = append(cs.samples, wireSample{call: cs.id, Sample: s})
+	cs.mu.Unlock()
 }
 
 // fail reports a call that could not be run.
@@ -396,16 +412,14 @@ func (r *run) fail(id uint64, why string) {
 // critical section per call.
 func (r *run) finish(cs *callState) {
 	r.mu.Lock()
-	cancel := r.calls[cs.id]
 	delete(r.calls, cs.id)
+	// Under r.mu, which a sweep holds: no lock of cs's own is needed.
 	r.samples = append(r.samples, cs.samples...)
 	r.done = append(r.done, cs.id)
 	r.mu.Unlock()
 	clear(cs.samples) // drops the bodies
 	cs.samples = cs.samples[:0]
-	if cancel != nil {
-		cancel() // releases the context's resources
-	}
+	cs.cancel() // releases the context's resources
 	r.signal()
 }
 
@@ -434,6 +448,8 @@ func (r *run) send() {
 	var gaugesSent time.Time
 	idle := time.NewTimer(quiet)
 	defer idle.Stop()
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
 	for {
 		heartbeat := false
 		select {
@@ -442,6 +458,8 @@ func (r *run) send() {
 		case <-r.wake:
 		case <-idle.C:
 			heartbeat = true
+		case <-sweep.C:
+			r.sweep()
 		}
 		gather(func() int {
 			r.mu.Lock()
@@ -484,6 +502,24 @@ func (r *run) send() {
 		}
 		// Since Go 1.23, Reset also discards a fire that nobody received.
 		idle.Reset(quiet)
+	}
+}
+
+// sweep hands the sender the samples of the calls that were in flight at
+// the previous sweep already.
+func (r *run) sweep() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, cs := range r.calls {
+		if !cs.seen {
+			cs.seen = true
+			continue
+		}
+		cs.mu.Lock()
+		r.samples = append(r.samples, cs.samples...)
+		clear(cs.samples)
+		cs.samples = cs.samples[:0]
+		cs.mu.Unlock()
 	}
 }
 

@@ -25,7 +25,7 @@ func (e *echo) Describe() protocols.Info {
 }
 
 func (e *echo) Open(context.Context, cty.Value) (protocols.Client, error) { return e, nil }
-func (e *echo) Close() error                                             { return nil }
+func (e *echo) Close() error                                              { return nil }
 func (e *echo) Do(_ context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	e.calls++
 	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Status: int(call.VU)})

@@ -503,10 +503,7 @@ func TestCancelledCallIsInterrupted(t *testing.T) {
 // emit as its events arrive, not when the subscription ends, so that each
 // interval's output counts the events received in it.
 func TestEventsAreEmittedWhileTheStreamIsHeld(t *testing.T) {
-	protocoltest.Run(t, New(), func(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
-		if path.Isolated {
-			t.Skip("isolated: a call's samples cross the plugin wire only when the call ends, see report")
-		}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
 			send("data: a\n\n")
 			holdUntilGone(r)
