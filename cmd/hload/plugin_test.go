@@ -27,6 +27,7 @@ import (
 // and the misbehaving ones under testdata/plugins.
 var pluginPackages = map[string]string{
 	"lines":      "../../examples/plugins/lines",
+	"echo":       "../../examples/plugins/echo",
 	"misbehave":  "./testdata/plugins/misbehave",
 	"badcookie":  "./testdata/plugins/badcookie",
 	"badversion": "./testdata/plugins/badversion",
