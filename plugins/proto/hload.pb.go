@@ -301,8 +301,13 @@ type CallBatch struct {
 	KeepBody        []bool                 `protobuf:"varint,8,rep,packed,name=keep_body,json=keepBody,proto3" json:"keep_body,omitempty"`
 	// Each call's request, as an index into requests. Requests repeat, so
 	// each distinct one travels once per batch.
-	Request       []uint32 `protobuf:"varint,9,rep,packed,name=request,proto3" json:"request,omitempty"`
-	Requests      [][]byte `protobuf:"bytes,10,rep,name=requests,proto3" json:"requests,omitempty"` // request objects, cty msgpack of the request schema's type
+	Request  []uint32 `protobuf:"varint,9,rep,packed,name=request,proto3" json:"request,omitempty"`
+	Requests [][]byte `protobuf:"bytes,10,rep,name=requests,proto3" json:"requests,omitempty"` // request objects, cty msgpack of the request schema's type
+	// Each call's scenario ending (protocols.Ending): 0 for none, else a
+	// number the host gave that scenario's ending on this stream. The call's
+	// context carries a channel that closes once the number is in ended.
+	Ending        []uint32 `protobuf:"varint,11,rep,packed,name=ending,proto3" json:"ending,omitempty"`
+	Ended         []uint32 `protobuf:"varint,12,rep,packed,name=ended,proto3" json:"ended,omitempty"` // scenario endings that closed
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +401,20 @@ func (x *CallBatch) GetRequest() []uint32 {
 func (x *CallBatch) GetRequests() [][]byte {
 	if x != nil {
 		return x.Requests
+	}
+	return nil
+}
+
+func (x *CallBatch) GetEnding() []uint32 {
+	if x != nil {
+		return x.Ending
+	}
+	return nil
+}
+
+func (x *CallBatch) GetEnded() []uint32 {
+	if x != nil {
+		return x.Ended
 	}
 	return nil
 }
@@ -716,7 +735,7 @@ const file_hload_proto_rawDesc = "" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\x8c\x02\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xba\x02\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -727,7 +746,9 @@ const file_hload_proto_rawDesc = "" +
 	"\tkeep_body\x18\b \x03(\bR\bkeepBody\x12\x18\n" +
 	"\arequest\x18\t \x03(\rR\arequest\x12\x1a\n" +
 	"\brequests\x18\n" +
-	" \x03(\fR\brequestsJ\x04\b\x02\x10\x03\"\xb0\x03\n" +
+	" \x03(\fR\brequests\x12\x16\n" +
+	"\x06ending\x18\v \x03(\rR\x06ending\x12\x14\n" +
+	"\x05ended\x18\f \x03(\rR\x05endedJ\x04\b\x02\x10\x03\"\xb0\x03\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +

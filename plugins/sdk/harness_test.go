@@ -283,6 +283,77 @@ func TestHarnessLongCallStreamsItsSamples(t *testing.T) {
 	}
 }
 
+// TestHarnessScenarioEndingCrossesTheWire: a call held until its
+// scenario ends (protocols.Ending, as an SSE subscription is) ends when the
+// host's ending channel closes, and only then; each scenario's ending is
+// its own, and a call without one sees none.
+func TestHarnessScenarioEndingCrossesTheWire(t *testing.T) {
+	_, c, _ := open(t, RemoteOptions{}, func(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+		ending := protocols.Ending(ctx)
+		if ending == nil {
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Status: 204})
+			return
+		}
+		select {
+		case <-ending:
+			okSample(emit)
+		case <-ctx.Done():
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, second := make(chan struct{}), make(chan struct{})
+	type result struct {
+		name string
+		s    protocols.Sample
+	}
+	results := make(chan result, 3)
+	do := func(name string, ctx context.Context) {
+		go func() {
+			var got protocols.Sample
+			c.Do(ctx, protocols.Call{VU: 1, Request: request("/")}, func(s protocols.Sample) { got = s })
+			results <- result{name, got}
+		}()
+	}
+	do("a", protocols.WithEnding(ctx, first))
+	do("b", protocols.WithEnding(ctx, first))
+	do("c", protocols.WithEnding(ctx, second))
+	if got := collect(ctx, c, protocols.Call{VU: 2, Request: request("/")}); len(got) != 1 || got[0].Status != 204 {
+		t.Fatalf("a call without an ending: got %+v, want it to see none", got)
+	}
+	select {
+	case r := <-results:
+		t.Fatalf("call %s ended before its scenario did: %+v", r.name, r.s)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(first)
+	for range 2 {
+		select {
+		case r := <-results:
+			if r.name == "c" || r.s.Status != 200 || r.s.Error != "" {
+				t.Errorf("call %s: %+v, want a and b to end as successes", r.name, r.s)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the first scenario's calls did not end when it did")
+		}
+	}
+	select {
+	case r := <-results:
+		t.Fatalf("call %s ended before its scenario did: %+v", r.name, r.s)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(second)
+	select {
+	case r := <-results:
+		if r.name != "c" || r.s.Status != 200 {
+			t.Errorf("call %s: %+v, want c to end as a success", r.name, r.s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second scenario's call did not end when it did")
+	}
+}
+
 func TestHarnessSamples(t *testing.T) {
 	now := time.Unix(1700000000, 987654321)
 	body := []byte(`{"ok":true}`)
@@ -450,7 +521,7 @@ func TestServerMalformedCall(t *testing.T) {
 	}
 	err = stream.Send(&proto.CallBatch{ClientId: opened.ClientId,
 		CallId: []uint64{1, 2}, Vu: []uint64{1, 1}, Iteration: []uint64{0, 1},
-		PlannedUnixNano: []int64{0, 0}, KeepBody: []bool{false, false}, Request: []uint32{0, 1},
+		PlannedUnixNano: []int64{0, 0}, KeepBody: []bool{false, false}, Request: []uint32{0, 1}, Ending: []uint32{0, 0},
 		Requests: [][]byte{
 			{0xc1, 0xff, 0x00},
 			{0x93}, // an array for an object, cut short
@@ -462,7 +533,7 @@ func TestServerMalformedCall(t *testing.T) {
 	// Columns that disagree: call 4 has no request.
 	err = stream.Send(&proto.CallBatch{
 		CallId: []uint64{3, 4}, Vu: []uint64{1, 1}, Iteration: []uint64{2, 3},
-		PlannedUnixNano: []int64{0, 0}, KeepBody: []bool{false, false}, Request: []uint32{0, 1},
+		PlannedUnixNano: []int64{0, 0}, KeepBody: []bool{false, false}, Request: []uint32{0, 1}, Ending: []uint32{0, 0},
 		Requests: [][]byte{{0x80}},
 	})
 	if err != nil {
@@ -518,7 +589,7 @@ func TestServerDuplicateCallID(t *testing.T) {
 	req, _ := encodeValue(request("/a"), hcldec.ImpliedType(fakeInfo.RequestSpec))
 	call := func(b *proto.CallBatch) *proto.CallBatch {
 		b.CallId, b.Vu, b.Iteration, b.PlannedUnixNano = []uint64{7}, []uint64{1}, []uint64{0}, []int64{0}
-		b.KeepBody, b.Request, b.Requests = []bool{false}, []uint32{0}, [][]byte{req}
+		b.KeepBody, b.Request, b.Requests, b.Ending = []bool{false}, []uint32{0}, [][]byte{req}, []uint32{0}
 		return b
 	}
 	if err := stream.Send(call(&proto.CallBatch{ClientId: opened.ClientId})); err != nil {

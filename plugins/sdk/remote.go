@@ -205,9 +205,10 @@ type pendingCall struct {
 	planned   int64  // unix nanoseconds, 0 for none
 	request   []byte // shared with the encode cache: never modified
 	keepBody  bool
+	scenario  uint32              // the number of the call's scenario ending, 0 for none
 	samples   []protocols.Sample  // received, not yet emitted
 	spare     []protocols.Sample  // emitted, for reuse
-	ending    bool                // the batch being received ends the call
+	finishing bool                // the batch being received ends the call
 	touched   bool                // the batch being received has samples of the call
 	outcome   protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
 	done      chan struct{}       // capacity 1: one signal per use
@@ -229,11 +230,16 @@ type client struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 
-	mu       sync.Mutex
-	nextID   uint64
-	pending  map[uint64]*pendingCall
-	queue    []*pendingCall // waiting for the sender
-	cancels  []uint64       // waiting for the sender
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]*pendingCall
+	queue   []*pendingCall // waiting for the sender
+	cancels []uint64       // waiting for the sender
+	// endings numbers the scenario endings (protocols.Ending) of the calls
+	// sent; ended are the numbers of those that closed, waiting for the
+	// sender.
+	endings  map[<-chan struct{}]uint32
+	ended    []uint32
 	failErr  error
 	closed   bool
 	received atomic.Uint64 // messages received, for the hang watchdog
@@ -279,7 +285,7 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	p.request, p.keepBody = req, call.KeepBody
 	p.samples = p.samples[:0]
 	p.outcome = protocols.ErrNone
-	p.ending = false
+	p.finishing = false
 
 	c.mu.Lock()
 	if c.failErr != nil || c.closed {
@@ -295,6 +301,10 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	c.nextID++
 	id := c.nextID
 	p.id = id
+	p.scenario = 0
+	if ending := protocols.Ending(ctx); ending != nil {
+		p.scenario = c.scenarioEnding(ending)
+	}
 	c.pending[id] = p
 	c.queue = append(c.queue, p)
 	c.mu.Unlock()
@@ -342,6 +352,30 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	// Body is only valid during emit, so dropping the references is safe.
 	clear(p.samples)
 	pendingCalls.Put(p)
+}
+
+// scenarioEnding returns the number of a scenario's ending channel on this
+// stream, and has its closing sent to the plugin. c.mu must be held.
+func (c *client) scenarioEnding(ending <-chan struct{}) uint32 {
+	if n, ok := c.endings[ending]; ok {
+		return n
+	}
+	if c.endings == nil {
+		c.endings = make(map[<-chan struct{}]uint32)
+	}
+	n := uint32(len(c.endings) + 1)
+	c.endings[ending] = n
+	go func() {
+		select {
+		case <-ending:
+			c.mu.Lock()
+			c.ended = append(c.ended, n)
+			c.mu.Unlock()
+			c.signal()
+		case <-c.streamCtx.Done():
+		}
+	}()
+	return n
 }
 
 // cancelCall asks the plugin to cancel a call and waits a grace for it to
@@ -452,6 +486,7 @@ func (c *client) send() {
 		w       callColumns
 		calls   []*pendingCall
 		cancels []uint64
+		ended   []uint32
 	)
 	for {
 		select {
@@ -467,6 +502,7 @@ func (c *client) send() {
 		c.mu.Lock()
 		calls, c.queue = c.queue, calls[:0]
 		cancels, c.cancels = c.cancels, cancels[:0]
+		ended, c.ended = c.ended, ended[:0]
 		// Copied under the lock: a call given up by Close may be queued
 		// still, and its Do no longer waits for it.
 		w.reset()
@@ -475,10 +511,10 @@ func (c *client) send() {
 		}
 		c.mu.Unlock()
 		clear(calls) // keep no pooled call alive
-		if len(calls) == 0 && len(cancels) == 0 {
+		if len(calls) == 0 && len(cancels) == 0 && len(ended) == 0 {
 			continue
 		}
-		w.batch.Cancel = cancels
+		w.batch.Cancel, w.batch.Ended = cancels, ended
 		err := c.stream.Send(&w.batch)
 		c.sent.Add(1)
 		if err != nil {
@@ -504,6 +540,7 @@ func (w *callColumns) reset() {
 	b := &w.batch
 	b.CallId, b.Vu, b.Iteration = b.CallId[:0], b.Vu[:0], b.Iteration[:0]
 	b.PlannedUnixNano, b.KeepBody, b.Request = b.PlannedUnixNano[:0], b.KeepBody[:0], b.Request[:0]
+	b.Ending = b.Ending[:0]
 	clear(b.Requests)
 	b.Requests = b.Requests[:0]
 	if w.index == nil {
@@ -519,6 +556,7 @@ func (w *callColumns) add(p *pendingCall) {
 	b.Iteration = append(b.Iteration, p.iteration)
 	b.PlannedUnixNano = append(b.PlannedUnixNano, p.planned)
 	b.KeepBody = append(b.KeepBody, p.keepBody)
+	b.Ending = append(b.Ending, p.scenario)
 	key := unsafe.SliceData(p.request)
 	i, ok := w.index[key]
 	if !ok || len(b.Requests[i]) != len(p.request) {
@@ -562,7 +600,7 @@ func (c *client) receive() {
 		c.mu.Lock()
 		for _, id := range b.Done {
 			if p := c.pending[id]; p != nil {
-				p.ending = true
+				p.finishing = true
 			}
 		}
 		touched := c.touched[:0]
@@ -572,7 +610,7 @@ func (c *client) receive() {
 			if p == nil {
 				continue // given up after a cancel
 			}
-			if !p.ending && !p.touched {
+			if !p.finishing && !p.touched {
 				p.touched = true
 				touched = append(touched, p)
 			}

@@ -151,6 +151,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		ctx:      ctx,
 		calls:    make(map[uint64]*callState),
 		requests: make(map[string]cty.Value),
+		endings:  make(map[uint32]*scenarioEnding),
 		jobs:     make(chan job),
 		wake:     make(chan struct{}, 1),
 		senderQ:  make(chan struct{}),
@@ -185,11 +186,12 @@ type run struct {
 	ctx    context.Context
 
 	mu       sync.Mutex
-	calls    map[uint64]*callState // in flight, by call id
-	requests map[string]cty.Value  // decoded requests by their msgpack; Run's goroutine only
-	jobs     chan job              // unbuffered: taken only by an idle worker
-	samples  []wireSample          // waiting to be sent
-	done     []uint64              // finished, waiting to be sent
+	calls    map[uint64]*callState      // in flight, by call id
+	requests map[string]cty.Value       // decoded requests by their msgpack; Run's goroutine only
+	endings  map[uint32]*scenarioEnding // by the host's number; Run's goroutine only
+	jobs     chan job                   // unbuffered: taken only by an idle worker
+	samples  []wireSample               // waiting to be sent
+	done     []uint64                   // finished, waiting to be sent
 
 	wake    chan struct{} // something is pending; capacity 1 so wakes coalesce
 	senderQ chan struct{} // closed when the sender has stopped
@@ -207,8 +209,13 @@ func (r *run) handle(b *proto.CallBatch) {
 			if t := b.PlannedUnixNano[i]; t != 0 {
 				call.Planned = time.Unix(0, t)
 			}
-			r.start(id, call, b.Requests[b.Request[i]])
+			r.start(id, call, b.Requests[b.Request[i]], b.Ending[i])
 		}
+	}
+	// After the calls: an ending may close in the batch that sends its
+	// first call.
+	for _, n := range b.Ended {
+		r.scenarioEnding(n).close()
 	}
 	for _, id := range b.Cancel {
 		r.mu.Lock()
@@ -224,7 +231,7 @@ func (r *run) handle(b *proto.CallBatch) {
 // calls rather than the plugin.
 func checkCallBatch(b *proto.CallBatch) error {
 	n := len(b.CallId)
-	for _, l := range []int{len(b.Vu), len(b.Iteration), len(b.PlannedUnixNano), len(b.KeepBody), len(b.Request)} {
+	for _, l := range []int{len(b.Vu), len(b.Iteration), len(b.PlannedUnixNano), len(b.KeepBody), len(b.Request), len(b.Ending)} {
 		if l != n {
 			return fmt.Errorf("columns of %d and %d calls", n, l)
 		}
@@ -275,8 +282,34 @@ var callStates = sync.Pool{New: func() any {
 	return cs
 }}
 
-// start runs one call with its request's encoding.
-func (r *run) start(id uint64, call protocols.Call, request []byte) {
+// scenarioEnding is the plugin's side of a scenario's ending: the channel
+// its calls' contexts carry (protocols.Ending), closed when the host says.
+type scenarioEnding struct {
+	ch     chan struct{}
+	closed bool
+}
+
+func (e *scenarioEnding) close() {
+	if !e.closed {
+		e.closed = true
+		close(e.ch)
+	}
+}
+
+// scenarioEnding returns the ending numbered n by the host, new or known.
+// Run's goroutine only.
+func (r *run) scenarioEnding(n uint32) *scenarioEnding {
+	e := r.endings[n]
+	if e == nil {
+		e = &scenarioEnding{ch: make(chan struct{})}
+		r.endings[n] = e
+	}
+	return e
+}
+
+// start runs one call with its request's encoding and the number of its
+// scenario's ending (0 for none).
+func (r *run) start(id uint64, call protocols.Call, request []byte, ending uint32) {
 	r.mu.Lock()
 	if _, dup := r.calls[id]; dup {
 		r.mu.Unlock()
@@ -301,6 +334,9 @@ func (r *run) start(id uint64, call protocols.Call, request []byte) {
 	// which showed in the profile. Run cancels the calls left when it ends.
 	var ctx context.Context
 	ctx, cs.cancel = context.WithCancel(context.Background())
+	if ending != 0 {
+		ctx = protocols.WithEnding(ctx, r.scenarioEnding(ending).ch)
+	}
 	r.mu.Lock()
 	r.calls[id] = cs
 	r.mu.Unlock()

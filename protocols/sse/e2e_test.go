@@ -19,6 +19,7 @@ import (
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/http"
+	"github.com/hload/hload/protocols/protocoltest"
 	"github.com/hload/hload/protocols/sse"
 )
 
@@ -40,6 +41,35 @@ func run(t *testing.T, src string, files map[string]string) *metrics.Summary {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sum, err := core.Run(protocols.WithLedger(ctx, protocols.NewLedger()), test, core.Options{Protocols: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// runOn runs src as run does, with its SSE targets on path: isolated, they
+// run as isolate = true runs them, with the core taking their protocol
+// from Options.Isolated, which hload answers with a plugin process and
+// this test with p, the path's harness.
+func runOn(t *testing.T, src string, path protocoltest.Path, p protocols.Protocol) *metrics.Summary {
+	t.Helper()
+	if !path.Isolated {
+		return run(t, src, nil)
+	}
+	reg := protocols.NewRegistry(http.New(), sse.New())
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, t.TempDir(), config.Options{Protocols: reg})
+	if diags.HasErrors() {
+		t.Fatalf("config: %s", diags.Error())
+	}
+	for _, tg := range test.Targets {
+		if tg.Protocol == "sse" {
+			tg.Isolate = true
+		}
+	}
+	opts := core.Options{Protocols: reg, Isolated: func(*config.Target) (protocols.Protocol, error) { return p, nil }}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sum, err := core.Run(protocols.WithLedger(ctx, protocols.NewLedger()), test, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,15 +239,19 @@ func faultServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 
 // TestFaultsEndToEnd: under a server that closes, garbles and stalls its
 // streams, the run completes, each fault is counted by kind, and streams
-// reconnect. It stays in-process: its subscriptions end with the scenario,
-// whose end does not cross the plugin wire (docs/sse.md, Isolated).
+// reconnect, in-process and isolated. Its subscriptions end with the
+// scenario.
 func TestFaultsEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a 3 s end-to-end run; skipped with -short")
+		t.Skip("a 3 s end-to-end run per path; skipped with -short")
 	}
+	protocoltest.Run(t, sse.New(), faultsEndToEnd)
+}
+
+func faultsEndToEnd(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
 	srv, conns := faultServer(t)
 	defer srv.Close()
-	sum := run(t, fmt.Sprintf(`
+	sum := runOn(t, fmt.Sprintf(`
 target "flaky" {
   protocol = "sse"
   base_url = "%s"
@@ -240,7 +274,7 @@ threshold {
   metric    = "sse_malformed"
   condition = "count > 0"
 }
-`, srv.URL), nil)
+`, srv.URL), path, p)
 	m := sum.Metrics
 	t.Logf("connections %d; disconnects %d (eof %d, stall %d), reconnects %d, malformed frames %d, events %d",
 		conns.Load(), m[sse.MetricDisconnects].Count, m["sse_disconnects_eof"].Count, m["sse_disconnects_stall"].Count,

@@ -263,38 +263,41 @@ func TestOpenStreamsGauge(t *testing.T) {
 	})
 }
 
-// TestOpenStreamsGaugeAndEnding stays in-process: the scenario's end
-// (protocols.WithEnding) does not cross the plugin wire (docs/sse.md,
-// Isolated); TestOpenStreamsGauge runs the gauge on both paths.
+// TestOpenStreamsGaugeAndEnding: streams held until the scenario ends
+// (protocols.WithEnding) end as successes when it does, on both paths, and
+// a call after the end connects to nothing.
 func TestOpenStreamsGaugeAndEnding(t *testing.T) {
-	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
-		send("data: x\n\n")
-		holdUntilGone(r)
-	}))
-	defer srv.Close()
-	c := open(t, New(), srv.URL)
-	ending := make(chan struct{})
-	ctx := protocols.WithEnding(context.Background(), ending)
-	const streams = 3
-	var wg sync.WaitGroup
-	results := make([]samples, streams)
-	for i := range streams {
-		wg.Go(func() { c.Do(ctx, protocols.Call{VU: uint64(i + 1), Request: request(nil)}, results[i].emit) })
-	}
-	waitOpenStreams(t, c, streams, 10*time.Second, "while the streams are held")
-	close(ending) // the scenario ends: streams end as successes
-	wg.Wait()
-	for i := range results {
-		if req := results[i].request(t); req.Error != protocols.ErrNone {
-			t.Errorf("stream %d ended with %q, want success", i, req.Error)
+	protocoltest.Run(t, New(), func(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+			send("data: x\n\n")
+			holdUntilGone(r)
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL)
+		ending := make(chan struct{})
+		ctx := protocols.WithEnding(context.Background(), ending)
+		const streams = 3
+		var wg sync.WaitGroup
+		results := make([]samples, streams)
+		for i := range streams {
+			wg.Go(func() { c.Do(ctx, protocols.Call{VU: uint64(i + 1), Request: request(nil)}, results[i].emit) })
 		}
-	}
-	// A call after the end returns at once.
-	var late samples
-	c.Do(ctx, protocols.Call{VU: 9, Request: request(nil)}, late.emit)
-	if late.count(MetricConnect) != 0 {
-		t.Error("a call after the scenario's end connected")
-	}
+		waitOpenStreams(t, c, streams, 10*time.Second, "while the streams are held")
+		close(ending) // the scenario ends: streams end as successes
+		wg.Wait()
+		for i := range results {
+			if req := results[i].request(t); req.Error != protocols.ErrNone {
+				t.Errorf("stream %d ended with %q, want success", i, req.Error)
+			}
+		}
+		waitOpenStreams(t, c, 0, gaugeLag(path), "after the scenario ended")
+		// A call after the end returns at once.
+		var late samples
+		c.Do(ctx, protocols.Call{VU: 9, Request: request(nil)}, late.emit)
+		if late.count(MetricConnect) != 0 {
+			t.Error("a call after the scenario's end connected")
+		}
+	})
 }
 
 // TestFaults: each fault is counted by its kind, the run goes on, and a
