@@ -20,10 +20,18 @@ import (
 // keeps only the sends that a watching subscriber has not settled yet, so
 // memory follows the subscribers' backlog, not the run's length.
 //
+// A subscriber in another process (an isolated protocol) watches a mirror
+// of the run's ledger (NewMirrorLedger). The mirror asks for the keys its
+// subscribers watch, and the run's ledger hands their sends over, through
+// Follow, to be replayed into the mirror with BeginAt and Done.
+//
 // A Ledger is safe for concurrent use.
 type Ledger struct {
 	seed  maphash.Seed
 	start time.Time // the monotonic base of every recorded time
+	// follow is set on a mirror: it asks for a key's sends to be
+	// replayed, the first time the key is watched.
+	follow func(key string)
 
 	mu   sync.Mutex
 	keys map[string]*ledgerKey
@@ -59,11 +67,26 @@ type ledgerKey struct {
 	watches map[*Watch]struct{}
 	// sinceTrim counts Begins since the last trim; trimming is amortised.
 	sinceTrim int
+	// followers see every step of the key's sends (Follow); nil for a key
+	// nobody follows, which is every key of a run without isolated
+	// subscribers, so Begin and Done pay one test for them.
+	followers []*follower
+	// In a mirror: followed says the key's sends were asked for, and
+	// starting holds the watches that may still be handed a replayed
+	// send begun before they began (BeginAt).
+	followed bool
+	starting []*Watch
 }
 
 // trimEvery is how many sends a key records between two attempts to drop
 // the sends every watch has settled.
 const trimEvery = 256
+
+// follower is one Follow of a key.
+type follower struct {
+	f    func(SendStep)
+	from uint64 // the first send it follows: earlier ones it never saw begin
+}
 
 func (l *Ledger) key(name string) *ledgerKey {
 	l.mu.Lock()
@@ -94,6 +117,18 @@ func (l *Ledger) Begin(key, id string) Pending {
 	k := l.key(key)
 	h := l.hash([]byte(id))
 	k.mu.Lock()
+	seq := k.begin(h)
+	// Under k.mu, so that followers see the key's steps in order.
+	for _, f := range k.followers {
+		f.f(SendStep{Number: seq, ID: id})
+	}
+	k.mu.Unlock()
+	return Pending{l: l, k: k, seq: seq}
+}
+
+// begin appends a pending send and returns its number; the caller holds
+// k.mu.
+func (k *ledgerKey) begin(h uint64) uint64 {
 	seq := k.base + uint64(len(k.entries))
 	k.entries = append(k.entries, sendEntry{hash: h, state: sendPending})
 	k.byHash[h] = seq
@@ -101,6 +136,86 @@ func (l *Ledger) Begin(key, id string) Pending {
 	if k.sinceTrim >= trimEvery {
 		k.trim()
 	}
+	return seq
+}
+
+// SendStep is one step of a send on a followed key (Follow): its Begin,
+// with its id, or its Done, with its outcome.
+type SendStep struct {
+	// Number is the send's number in its key, from 0 in Begin order; it
+	// pairs a Done with its Begin.
+	Number uint64
+	ID     string // the Begin's id; empty on a Done
+	Done   bool
+	OK     bool // on a Done: the call succeeded
+}
+
+// Follow calls f with every step of the sends of key from now on: each
+// later Begin, and the Done of each of those. f is called with the key's
+// lock held, in the order the steps happen, so it must be quick and must
+// not call the ledger. After stop returns, f is not called again. Follow
+// keeps nothing: a followed key keeps no more sends than a watched one.
+func (l *Ledger) Follow(key string, f func(SendStep)) (stop func()) {
+	k := l.key(key)
+	fl := &follower{f: f}
+	k.mu.Lock()
+	fl.from = k.base + uint64(len(k.entries))
+	k.followers = append(k.followers, fl)
+	k.mu.Unlock()
+	return func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		for i, have := range k.followers {
+			if have == fl {
+				k.followers = append(k.followers[:i], k.followers[i+1:]...)
+				break
+			}
+		}
+		if len(k.followers) == 0 {
+			k.followers = nil // back to the one nil test in Begin and Done
+		}
+	}
+}
+
+// NewMirrorLedger returns a ledger that mirrors the run's ledger in another
+// process, for the subscribers there. The first time a key is watched, it
+// calls follow(key), which should have the run's ledger's sends of that
+// key replayed into the mirror from then on: each Begin with BeginAt, and
+// its Done on the result. follow is called without any lock held.
+//
+// Two things differ from the run's ledger, because a replayed send reaches
+// the mirror after it began. A watch does not expect a replayed send that
+// began before the watch did, as the run's ledger would not. And an id
+// received before its send is replayed is remembered for a while
+// (ReceiptEarly), so that its send counts as received when it arrives.
+func NewMirrorLedger(follow func(key string)) *Ledger {
+	l := NewLedger()
+	l.follow = follow
+	return l
+}
+
+// BeginAt records a send replayed from the run's ledger into a mirror
+// (NewMirrorLedger): id was begun for key at the wall-clock time at.
+// Watches that began after at do not expect it.
+func (l *Ledger) BeginAt(key string, id []byte, at time.Time) Pending {
+	k := l.key(key)
+	h := l.hash(id)
+	began := at.UnixNano()
+	k.mu.Lock()
+	seq := k.begin(h)
+	// Replays come in Begin order, so the sends begun before a watch are
+	// the first ones replayed after it, and a watch stops starting at the
+	// first send begun after it.
+	starting := k.starting[:0]
+	for _, w := range k.starting {
+		if began < w.since {
+			w.first = seq + 1
+			w.cursor = max(w.cursor, seq+1)
+			starting = append(starting, w)
+		}
+	}
+	clear(k.starting[len(starting):])
+	k.starting = starting
 	k.mu.Unlock()
 	return Pending{l: l, k: k, seq: seq}
 }
@@ -119,6 +234,11 @@ func (p Pending) Done(ok bool) {
 		e.state = sendCancelled
 		if ok {
 			e.state = sendConfirmed
+		}
+	}
+	for _, f := range p.k.followers {
+		if p.seq >= f.from {
+			f.f(SendStep{Number: p.seq, Done: true, OK: ok})
 		}
 	}
 	p.k.mu.Unlock()
@@ -160,27 +280,70 @@ func (k *ledgerKey) trim() {
 // key since it started watching it has received. A Watch is used by one
 // goroutine at a time.
 type Watch struct {
-	l     *Ledger
-	k     *ledgerKey
-	first uint64 // the first send this watch expects
-	// cursor is the first send not yet settled; guarded by k.mu, because
-	// trim reads it.
+	l *Ledger
+	k *ledgerKey
+	// first is the first send this watch expects, and cursor the first
+	// not yet settled. Both are guarded by k.mu: trim reads the cursor,
+	// and in a mirror BeginAt moves both past sends begun before the
+	// watch.
+	first  uint64
 	cursor uint64
 	// received holds one bit per send from word*64 on, where word is
 	// cursor/64 rounded down at the last settle.
 	received []uint64
 	word     uint64
+
+	// In a mirror only: since is when the watch began, in wall-clock
+	// nanoseconds, to compare with BeginAt's times; early holds the ids
+	// received before their sends were known, by hash, with when they
+	// were received, and earlyOrder the same in the order they came, to
+	// forget the oldest first. scanned is the first send not yet looked
+	// up in early. All of them are the watch's own, used under k.mu.
+	since      int64
+	early      map[uint64]int64
+	earlyOrder []earlyReceipt
+	scanned    uint64
 }
+
+// earlyReceipt is an id received before its send was known, in a mirror.
+type earlyReceipt struct {
+	hash uint64
+	at   int64 // nanoseconds since Ledger.start
+}
+
+// An early receipt in a mirror is remembered for at most earlyFor, and a
+// watch remembers at most maxEarly of them, the latest. A send is
+// replayed a wire round trip after it began, milliseconds at most, so
+// these are generous; they bound what ids a subscriber receives that
+// nobody sent in this run cost.
+const (
+	earlyFor = 5 * time.Second
+	maxEarly = 256
+)
 
 // Watch starts watching key: every send whose Begin comes after this call
 // is expected. Close it when the subscriber ends.
+//
+// On a mirror, the first watch of a key asks for its sends (see
+// NewMirrorLedger), so the sends begun before that request reaches the
+// run's ledger, up to a wire round trip after Watch, are not expected.
 func (l *Ledger) Watch(key string) *Watch {
 	k := l.key(key)
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	next := k.base + uint64(len(k.entries))
-	w := &Watch{l: l, k: k, first: next, cursor: next, word: next / 64}
+	w := &Watch{l: l, k: k, first: next, cursor: next, word: next / 64, scanned: next}
 	k.watches[w] = struct{}{}
+	follow := false
+	if l.follow != nil {
+		w.since = time.Now().UnixNano()
+		k.starting = append(k.starting, w)
+		follow = !k.followed
+		k.followed = true
+	}
+	k.mu.Unlock()
+	if follow {
+		l.follow(key)
+	}
 	return w
 }
 
@@ -193,6 +356,11 @@ const (
 	ReceiptFirst                    // expected, and received for the first time
 	ReceiptDuplicate                // received before
 	ReceiptLate                     // received after it was already counted as missed
+	// ReceiptEarly comes from a mirror only (NewMirrorLedger): the id is
+	// not known yet, as its send may not have been replayed yet. It
+	// counts as received if its send arrives soon; otherwise it was
+	// unknown.
+	ReceiptEarly
 )
 
 // Received marks id as received and says what it was.
@@ -200,33 +368,113 @@ func (w *Watch) Received(id []byte) Receipt {
 	h := w.l.hash(id)
 	k := w.k
 	k.mu.Lock()
+	defer k.mu.Unlock()
+	w.matchEarly()
 	seq, ok := k.byHash[h]
-	cursor := w.cursor
-	var state uint8
-	if ok && seq >= k.base {
-		state = k.entries[seq-k.base].state
-	}
-	k.mu.Unlock()
 	switch {
 	case !ok || seq < w.first:
+		if w.l.follow != nil {
+			return w.remember(h)
+		}
 		return ReceiptUnknown
-	case seq < cursor:
+	case seq < w.cursor:
 		// Settled already: it was counted missed unless its send failed.
-		if state == sendConfirmed {
+		if seq >= k.base && k.entries[seq-k.base].state == sendConfirmed {
 			return ReceiptLate
 		}
 		return ReceiptUnknown
 	}
+	if !w.mark(seq) {
+		return ReceiptDuplicate
+	}
+	return ReceiptFirst
+}
+
+// mark sets the received bit of send seq, at or after the cursor, and
+// reports whether it was clear.
+func (w *Watch) mark(seq uint64) bool {
 	i := seq - w.word*64
 	for uint64(len(w.received))*64 <= i {
 		w.received = append(w.received, 0)
 	}
 	bit := uint64(1) << (i % 64)
 	if w.received[i/64]&bit != 0 {
-		return ReceiptDuplicate
+		return false
 	}
 	w.received[i/64] |= bit
-	return ReceiptFirst
+	return true
+}
+
+// remember keeps an id a mirror's watch received before its send was
+// known; the caller holds k.mu.
+func (w *Watch) remember(h uint64) Receipt {
+	now := w.l.now()
+	w.forgetEarly(now)
+	if _, dup := w.early[h]; dup {
+		return ReceiptDuplicate
+	}
+	for len(w.early) >= maxEarly {
+		w.forget(1)
+	}
+	if len(w.earlyOrder) >= 2*maxEarly {
+		// Mostly receipts matched since: keep only those still waiting.
+		order := w.earlyOrder[:0]
+		for _, r := range w.earlyOrder {
+			if at, ok := w.early[r.hash]; ok && at == r.at {
+				order = append(order, r)
+			}
+		}
+		w.earlyOrder = order
+	}
+	if w.early == nil {
+		w.early = make(map[uint64]int64)
+	}
+	w.early[h] = now
+	w.earlyOrder = append(w.earlyOrder, earlyReceipt{hash: h, at: now})
+	return ReceiptEarly
+}
+
+// forgetEarly drops the early receipts older than earlyFor.
+func (w *Watch) forgetEarly(now int64) {
+	n := 0
+	for n < len(w.earlyOrder) && w.earlyOrder[n].at <= now-int64(earlyFor) {
+		n++
+	}
+	w.forget(n)
+}
+
+// forget drops the n oldest early receipts. One matched already is gone
+// from early, or is there with a later time when its id came again.
+func (w *Watch) forget(n int) {
+	for _, r := range w.earlyOrder[:n] {
+		if at, ok := w.early[r.hash]; ok && at == r.at {
+			delete(w.early, r.hash)
+		}
+	}
+	w.earlyOrder = w.earlyOrder[n:]
+	if len(w.early) == 0 {
+		// Start the queue over rather than let it creep along its array.
+		w.earlyOrder = w.earlyOrder[:0:0]
+	}
+}
+
+// matchEarly marks received the sends recorded since the last look whose
+// ids were received early, in a mirror; the caller holds k.mu. It must
+// run before a send is settled and before its id is looked up, so that
+// an early receipt is neither missed nor taken for a first one.
+func (w *Watch) matchEarly() {
+	k := w.k
+	end := k.base + uint64(len(k.entries))
+	if len(w.early) > 0 {
+		for seq := max(w.scanned, w.first, w.cursor, k.base); seq < end; seq++ {
+			h := k.entries[seq-k.base].hash
+			if _, ok := w.early[h]; ok && k.byHash[h] == seq {
+				delete(w.early, h)
+				w.mark(seq)
+			}
+		}
+	}
+	w.scanned = end
 }
 
 // Settle counts the expected sends that were confirmed at least grace
@@ -245,10 +493,18 @@ func (w *Watch) Close(end time.Time, grace time.Duration) (missed int) {
 		return 0
 	}
 	missed = w.settle(int64(end.Sub(w.l.start)-grace), true)
-	w.k.mu.Lock()
-	delete(w.k.watches, w)
-	w.k.mu.Unlock()
+	k := w.k
+	k.mu.Lock()
+	delete(k.watches, w)
+	for i, s := range k.starting {
+		if s == w {
+			k.starting = append(k.starting[:i], k.starting[i+1:]...)
+			break
+		}
+	}
+	k.mu.Unlock()
 	w.k = nil
+	w.early, w.earlyOrder = nil, nil
 	return missed
 }
 
@@ -262,6 +518,10 @@ func (w *Watch) settle(cutoff int64, closing bool) (missed int) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	w.matchEarly()
+	if w.early != nil {
+		w.forgetEarly(w.l.now())
+	}
 	end := k.base + uint64(len(k.entries))
 	seq := max(w.cursor, k.base)
 	for ; seq < end; seq++ {
