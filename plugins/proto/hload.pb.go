@@ -306,8 +306,24 @@ type CallBatch struct {
 	// Each call's scenario ending (protocols.Ending): 0 for none, else a
 	// number the host gave that scenario's ending on this stream. The call's
 	// context carries a channel that closes once the number is in ended.
-	Ending        []uint32 `protobuf:"varint,11,rep,packed,name=ending,proto3" json:"ending,omitempty"`
-	Ended         []uint32 `protobuf:"varint,12,rep,packed,name=ended,proto3" json:"ended,omitempty"` // scenario endings that closed
+	Ending []uint32 `protobuf:"varint,11,rep,packed,name=ending,proto3" json:"ending,omitempty"`
+	Ended  []uint32 `protobuf:"varint,12,rep,packed,name=ended,proto3" json:"ended,omitempty"` // scenario endings that closed
+	// The steps of the host ledger's sends (protocols.Ledger) on the keys the
+	// plugin follows (SampleBatch.follow), for the plugin's mirror of it:
+	// each Begin, then its Done, in the order they happened per key, from
+	// when the host began following the key. The n-th entry of each begin
+	// column is one Begin, of each done column one Done; a Done's Begin came
+	// in this batch or an earlier one.
+	LedgerKeys []string `protobuf:"bytes,13,rep,name=ledger_keys,json=ledgerKeys,proto3" json:"ledger_keys,omitempty"`   // the keys of the batch's steps
+	BeginKey   []uint32 `protobuf:"varint,14,rep,packed,name=begin_key,json=beginKey,proto3" json:"begin_key,omitempty"` // an index into ledger_keys
+	// The send's number in its key, from the host's ledger; it pairs a Done
+	// with its Begin.
+	BeginNumber   []uint64 `protobuf:"varint,15,rep,packed,name=begin_number,json=beginNumber,proto3" json:"begin_number,omitempty"`
+	BeginId       [][]byte `protobuf:"bytes,16,rep,name=begin_id,json=beginId,proto3" json:"begin_id,omitempty"`
+	BeginUnixNano []int64  `protobuf:"varint,17,rep,packed,name=begin_unix_nano,json=beginUnixNano,proto3" json:"begin_unix_nano,omitempty"` // when the host began it, by the wall clock
+	DoneKey       []uint32 `protobuf:"varint,18,rep,packed,name=done_key,json=doneKey,proto3" json:"done_key,omitempty"`                     // an index into ledger_keys
+	DoneNumber    []uint64 `protobuf:"varint,19,rep,packed,name=done_number,json=doneNumber,proto3" json:"done_number,omitempty"`
+	DoneOk        []bool   `protobuf:"varint,20,rep,packed,name=done_ok,json=doneOk,proto3" json:"done_ok,omitempty"` // the call succeeded: its id is expected
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -419,6 +435,62 @@ func (x *CallBatch) GetEnded() []uint32 {
 	return nil
 }
 
+func (x *CallBatch) GetLedgerKeys() []string {
+	if x != nil {
+		return x.LedgerKeys
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBeginKey() []uint32 {
+	if x != nil {
+		return x.BeginKey
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBeginNumber() []uint64 {
+	if x != nil {
+		return x.BeginNumber
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBeginId() [][]byte {
+	if x != nil {
+		return x.BeginId
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBeginUnixNano() []int64 {
+	if x != nil {
+		return x.BeginUnixNano
+	}
+	return nil
+}
+
+func (x *CallBatch) GetDoneKey() []uint32 {
+	if x != nil {
+		return x.DoneKey
+	}
+	return nil
+}
+
+func (x *CallBatch) GetDoneNumber() []uint64 {
+	if x != nil {
+		return x.DoneNumber
+	}
+	return nil
+}
+
+func (x *CallBatch) GetDoneOk() []bool {
+	if x != nil {
+		return x.DoneOk
+	}
+	return nil
+}
+
 // SampleBatch carries samples column by column, as CallBatch carries calls.
 // A call's samples are contiguous and in the order it emitted them.
 type SampleBatch struct {
@@ -441,8 +513,12 @@ type SampleBatch struct {
 	Names []string `protobuf:"bytes,13,rep,name=names,proto3" json:"names,omitempty"`
 	// The bodies kept (CallBatch.keep_body): body_sample[i] is the index in the
 	// batch of the sample whose body is bodies[i].
-	BodySample    []uint32 `protobuf:"varint,14,rep,packed,name=body_sample,json=bodySample,proto3" json:"body_sample,omitempty"`
-	Bodies        [][]byte `protobuf:"bytes,15,rep,name=bodies,proto3" json:"bodies,omitempty"`
+	BodySample []uint32 `protobuf:"varint,14,rep,packed,name=body_sample,json=bodySample,proto3" json:"body_sample,omitempty"`
+	Bodies     [][]byte `protobuf:"bytes,15,rep,name=bodies,proto3" json:"bodies,omitempty"`
+	// Delivery keys the plugin's subscribers began to watch: the host
+	// forwards the steps of their sends from now on (CallBatch.ledger_keys).
+	// Each key is asked for once per stream.
+	Follow        []string `protobuf:"bytes,16,rep,name=follow,proto3" json:"follow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -571,6 +647,13 @@ func (x *SampleBatch) GetBodySample() []uint32 {
 func (x *SampleBatch) GetBodies() [][]byte {
 	if x != nil {
 		return x.Bodies
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetFollow() []string {
+	if x != nil {
+		return x.Follow
 	}
 	return nil
 }
@@ -735,7 +818,7 @@ const file_hload_proto_rawDesc = "" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xba\x02\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xb3\x04\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -748,7 +831,17 @@ const file_hload_proto_rawDesc = "" +
 	"\brequests\x18\n" +
 	" \x03(\fR\brequests\x12\x16\n" +
 	"\x06ending\x18\v \x03(\rR\x06ending\x12\x14\n" +
-	"\x05ended\x18\f \x03(\rR\x05endedJ\x04\b\x02\x10\x03\"\xb0\x03\n" +
+	"\x05ended\x18\f \x03(\rR\x05ended\x12\x1f\n" +
+	"\vledger_keys\x18\r \x03(\tR\n" +
+	"ledgerKeys\x12\x1b\n" +
+	"\tbegin_key\x18\x0e \x03(\rR\bbeginKey\x12!\n" +
+	"\fbegin_number\x18\x0f \x03(\x04R\vbeginNumber\x12\x19\n" +
+	"\bbegin_id\x18\x10 \x03(\fR\abeginId\x12&\n" +
+	"\x0fbegin_unix_nano\x18\x11 \x03(\x03R\rbeginUnixNano\x12\x19\n" +
+	"\bdone_key\x18\x12 \x03(\rR\adoneKey\x12\x1f\n" +
+	"\vdone_number\x18\x13 \x03(\x04R\n" +
+	"doneNumber\x12\x17\n" +
+	"\adone_ok\x18\x14 \x03(\bR\x06doneOkJ\x04\b\x02\x10\x03\"\xc8\x03\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
@@ -767,7 +860,8 @@ const file_hload_proto_rawDesc = "" +
 	"\x05names\x18\r \x03(\tR\x05names\x12\x1f\n" +
 	"\vbody_sample\x18\x0e \x03(\rR\n" +
 	"bodySample\x12\x16\n" +
-	"\x06bodies\x18\x0f \x03(\fR\x06bodiesJ\x04\b\x01\x10\x02\"1\n" +
+	"\x06bodies\x18\x0f \x03(\fR\x06bodies\x12\x16\n" +
+	"\x06follow\x18\x10 \x03(\tR\x06followJ\x04\b\x01\x10\x02\"1\n" +
 	"\x05Gauge\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\"+\n" +
