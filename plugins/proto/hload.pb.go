@@ -308,22 +308,9 @@ type CallBatch struct {
 	// context carries a channel that closes once the number is in ended.
 	Ending []uint32 `protobuf:"varint,11,rep,packed,name=ending,proto3" json:"ending,omitempty"`
 	Ended  []uint32 `protobuf:"varint,12,rep,packed,name=ended,proto3" json:"ended,omitempty"` // scenario endings that closed
-	// The steps of the host ledger's sends (protocols.Ledger) on the keys the
-	// plugin follows (SampleBatch.follow), for the plugin's mirror of it:
-	// each Begin, then its Done, in the order they happened per key, from
-	// when the host began following the key. The n-th entry of each begin
-	// column is one Begin, of each done column one Done; a Done's Begin came
-	// in this batch or an earlier one.
-	LedgerKeys []string `protobuf:"bytes,13,rep,name=ledger_keys,json=ledgerKeys,proto3" json:"ledger_keys,omitempty"`   // the keys of the batch's steps
-	BeginKey   []uint32 `protobuf:"varint,14,rep,packed,name=begin_key,json=beginKey,proto3" json:"begin_key,omitempty"` // an index into ledger_keys
-	// The send's number in its key, from the host's ledger; it pairs a Done
-	// with its Begin.
-	BeginNumber   []uint64 `protobuf:"varint,15,rep,packed,name=begin_number,json=beginNumber,proto3" json:"begin_number,omitempty"`
-	BeginId       [][]byte `protobuf:"bytes,16,rep,name=begin_id,json=beginId,proto3" json:"begin_id,omitempty"`
-	BeginUnixNano []int64  `protobuf:"varint,17,rep,packed,name=begin_unix_nano,json=beginUnixNano,proto3" json:"begin_unix_nano,omitempty"` // when the host began it, by the wall clock
-	DoneKey       []uint32 `protobuf:"varint,18,rep,packed,name=done_key,json=doneKey,proto3" json:"done_key,omitempty"`                     // an index into ledger_keys
-	DoneNumber    []uint64 `protobuf:"varint,19,rep,packed,name=done_number,json=doneNumber,proto3" json:"done_number,omitempty"`
-	DoneOk        []bool   `protobuf:"varint,20,rep,packed,name=done_ok,json=doneOk,proto3" json:"done_ok,omitempty"` // the call succeeded: its id is expected
+	// The steps of the host ledger's sends on the keys the plugin follows;
+	// absent when there are none.
+	Ledger        *LedgerSteps `protobuf:"bytes,13,opt,name=ledger,proto3" json:"ledger,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -435,58 +422,102 @@ func (x *CallBatch) GetEnded() []uint32 {
 	return nil
 }
 
-func (x *CallBatch) GetLedgerKeys() []string {
+func (x *CallBatch) GetLedger() *LedgerSteps {
 	if x != nil {
-		return x.LedgerKeys
+		return x.Ledger
 	}
 	return nil
 }
 
-func (x *CallBatch) GetBeginKey() []uint32 {
+// LedgerSteps carries the steps of the host ledger's sends
+// (protocols.Ledger) on the keys the plugin follows (SampleBatch.follow),
+// for the plugin's mirror of it: each send's Begin, then its Done, in the
+// order they happened, from when the host began following the key. The
+// n-th entry of each step column is one step; the n-th Begin among them
+// has the n-th entry of each begin column. A message of its own, so that
+// a batch without steps, nearly every one, carries a nil pointer.
+type LedgerSteps struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Keys  []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`       // the keys of the batch's steps
+	Key   []uint32               `protobuf:"varint,2,rep,packed,name=key,proto3" json:"key,omitempty"` // each step's key: an index into keys
+	// The send's number in its key, from the host's ledger; it pairs a Done
+	// with its Begin, which came in this batch or an earlier one.
+	Number        []uint64 `protobuf:"varint,3,rep,packed,name=number,proto3" json:"number,omitempty"`
+	Kind          []uint32 `protobuf:"varint,4,rep,packed,name=kind,proto3" json:"kind,omitempty"` // 0: a Begin; 1: a Done, the call succeeded; 2: a Done, it failed
+	BeginId       [][]byte `protobuf:"bytes,5,rep,name=begin_id,json=beginId,proto3" json:"begin_id,omitempty"`
+	BeginUnixNano []int64  `protobuf:"varint,6,rep,packed,name=begin_unix_nano,json=beginUnixNano,proto3" json:"begin_unix_nano,omitempty"` // when the host began it, by the wall clock
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerSteps) Reset() {
+	*x = LedgerSteps{}
+	mi := &file_hload_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerSteps) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerSteps) ProtoMessage() {}
+
+func (x *LedgerSteps) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[6]
 	if x != nil {
-		return x.BeginKey
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerSteps.ProtoReflect.Descriptor instead.
+func (*LedgerSteps) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LedgerSteps) GetKeys() []string {
+	if x != nil {
+		return x.Keys
 	}
 	return nil
 }
 
-func (x *CallBatch) GetBeginNumber() []uint64 {
+func (x *LedgerSteps) GetKey() []uint32 {
 	if x != nil {
-		return x.BeginNumber
+		return x.Key
 	}
 	return nil
 }
 
-func (x *CallBatch) GetBeginId() [][]byte {
+func (x *LedgerSteps) GetNumber() []uint64 {
+	if x != nil {
+		return x.Number
+	}
+	return nil
+}
+
+func (x *LedgerSteps) GetKind() []uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *LedgerSteps) GetBeginId() [][]byte {
 	if x != nil {
 		return x.BeginId
 	}
 	return nil
 }
 
-func (x *CallBatch) GetBeginUnixNano() []int64 {
+func (x *LedgerSteps) GetBeginUnixNano() []int64 {
 	if x != nil {
 		return x.BeginUnixNano
-	}
-	return nil
-}
-
-func (x *CallBatch) GetDoneKey() []uint32 {
-	if x != nil {
-		return x.DoneKey
-	}
-	return nil
-}
-
-func (x *CallBatch) GetDoneNumber() []uint64 {
-	if x != nil {
-		return x.DoneNumber
-	}
-	return nil
-}
-
-func (x *CallBatch) GetDoneOk() []bool {
-	if x != nil {
-		return x.DoneOk
 	}
 	return nil
 }
@@ -525,7 +556,7 @@ type SampleBatch struct {
 
 func (x *SampleBatch) Reset() {
 	*x = SampleBatch{}
-	mi := &file_hload_proto_msgTypes[6]
+	mi := &file_hload_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +568,7 @@ func (x *SampleBatch) String() string {
 func (*SampleBatch) ProtoMessage() {}
 
 func (x *SampleBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[6]
+	mi := &file_hload_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +581,7 @@ func (x *SampleBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleBatch.ProtoReflect.Descriptor instead.
 func (*SampleBatch) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{6}
+	return file_hload_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SampleBatch) GetDone() []uint64 {
@@ -668,7 +699,7 @@ type Gauge struct {
 
 func (x *Gauge) Reset() {
 	*x = Gauge{}
-	mi := &file_hload_proto_msgTypes[7]
+	mi := &file_hload_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +711,7 @@ func (x *Gauge) String() string {
 func (*Gauge) ProtoMessage() {}
 
 func (x *Gauge) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[7]
+	mi := &file_hload_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +724,7 @@ func (x *Gauge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gauge.ProtoReflect.Descriptor instead.
 func (*Gauge) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{7}
+	return file_hload_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Gauge) GetName() string {
@@ -719,7 +750,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[8]
+	mi := &file_hload_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -731,7 +762,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[8]
+	mi := &file_hload_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -744,7 +775,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{8}
+	return file_hload_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -763,7 +794,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -775,7 +806,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -788,7 +819,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{9}
+	return file_hload_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -818,7 +849,7 @@ const file_hload_proto_rawDesc = "" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xb3\x04\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xf0\x02\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -831,17 +862,15 @@ const file_hload_proto_rawDesc = "" +
 	"\brequests\x18\n" +
 	" \x03(\fR\brequests\x12\x16\n" +
 	"\x06ending\x18\v \x03(\rR\x06ending\x12\x14\n" +
-	"\x05ended\x18\f \x03(\rR\x05ended\x12\x1f\n" +
-	"\vledger_keys\x18\r \x03(\tR\n" +
-	"ledgerKeys\x12\x1b\n" +
-	"\tbegin_key\x18\x0e \x03(\rR\bbeginKey\x12!\n" +
-	"\fbegin_number\x18\x0f \x03(\x04R\vbeginNumber\x12\x19\n" +
-	"\bbegin_id\x18\x10 \x03(\fR\abeginId\x12&\n" +
-	"\x0fbegin_unix_nano\x18\x11 \x03(\x03R\rbeginUnixNano\x12\x19\n" +
-	"\bdone_key\x18\x12 \x03(\rR\adoneKey\x12\x1f\n" +
-	"\vdone_number\x18\x13 \x03(\x04R\n" +
-	"doneNumber\x12\x17\n" +
-	"\adone_ok\x18\x14 \x03(\bR\x06doneOkJ\x04\b\x02\x10\x03\"\xc8\x03\n" +
+	"\x05ended\x18\f \x03(\rR\x05ended\x124\n" +
+	"\x06ledger\x18\r \x01(\v2\x1c.hload.plugin.v1.LedgerStepsR\x06ledgerJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
+	"\vLedgerSteps\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x10\n" +
+	"\x03key\x18\x02 \x03(\rR\x03key\x12\x16\n" +
+	"\x06number\x18\x03 \x03(\x04R\x06number\x12\x12\n" +
+	"\x04kind\x18\x04 \x03(\rR\x04kind\x12\x19\n" +
+	"\bbegin_id\x18\x05 \x03(\fR\abeginId\x12&\n" +
+	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\xc8\x03\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
@@ -887,7 +916,7 @@ func file_hload_proto_rawDescGZIP() []byte {
 	return file_hload_proto_rawDescData
 }
 
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_hload_proto_goTypes = []any{
 	(*DescribeRequest)(nil),  // 0: hload.plugin.v1.DescribeRequest
 	(*Attribute)(nil),        // 1: hload.plugin.v1.Attribute
@@ -895,28 +924,30 @@ var file_hload_proto_goTypes = []any{
 	(*OpenRequest)(nil),      // 3: hload.plugin.v1.OpenRequest
 	(*OpenResponse)(nil),     // 4: hload.plugin.v1.OpenResponse
 	(*CallBatch)(nil),        // 5: hload.plugin.v1.CallBatch
-	(*SampleBatch)(nil),      // 6: hload.plugin.v1.SampleBatch
-	(*Gauge)(nil),            // 7: hload.plugin.v1.Gauge
-	(*CloseRequest)(nil),     // 8: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),    // 9: hload.plugin.v1.CloseResponse
+	(*LedgerSteps)(nil),      // 6: hload.plugin.v1.LedgerSteps
+	(*SampleBatch)(nil),      // 7: hload.plugin.v1.SampleBatch
+	(*Gauge)(nil),            // 8: hload.plugin.v1.Gauge
+	(*CloseRequest)(nil),     // 9: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),    // 10: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
-	1, // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
-	1, // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
-	7, // 2: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
-	0, // 3: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
-	3, // 4: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
-	5, // 5: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	8, // 6: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
-	2, // 7: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	4, // 8: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	6, // 9: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	9, // 10: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	7, // [7:11] is the sub-list for method output_type
-	3, // [3:7] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	1,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
+	1,  // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
+	6,  // 2: hload.plugin.v1.CallBatch.ledger:type_name -> hload.plugin.v1.LedgerSteps
+	8,  // 3: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
+	0,  // 4: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
+	3,  // 5: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
+	5,  // 6: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
+	9,  // 7: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	2,  // 8: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	4,  // 9: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	7,  // 10: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	10, // 11: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_hload_proto_init() }
@@ -930,7 +961,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
