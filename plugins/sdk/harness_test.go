@@ -23,6 +23,7 @@ type fake struct {
 
 	mu      sync.Mutex
 	targets []cty.Value
+	ledgers []*protocols.Ledger // what each Open's context carried
 	closed  int
 }
 
@@ -42,10 +43,11 @@ var fakeInfo = protocols.Info{
 
 func (f *fake) Describe() protocols.Info { return fakeInfo }
 
-func (f *fake) Open(_ context.Context, target cty.Value) (protocols.Client, error) {
+func (f *fake) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.targets = append(f.targets, target)
+	f.ledgers = append(f.ledgers, protocols.LedgerFrom(ctx))
 	return fakeClient{f}, nil
 }
 
@@ -838,6 +840,237 @@ func TestHarnessGauges(t *testing.T) {
 				t.Fatalf("gauge = %d (reported %v), want %d within 5 s", v, ok, want)
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestHarnessLedgerCrossesTheWire: a subscriber on the plugin's side
+// watches a key in the ledger Open's context gave it, and sees the sends
+// the host begins and settles in its own ledger afterwards: the failed
+// one is not expected, and Settle and Close count the same misses as a
+// subscriber in-process, which the same script runs against too. Only
+// the isolated path can receive an event before it knows its send; that
+// counts as received.
+func TestHarnessLedgerCrossesTheWire(t *testing.T) {
+	for _, isolated := range []bool{false, true} {
+		name := "in-process"
+		if isolated {
+			name = "isolated"
+		}
+		t.Run(name, func(t *testing.T) { ledgerScript(t, isolated) })
+	}
+}
+
+func ledgerScript(t *testing.T, isolated bool) {
+	host := protocols.NewLedger()
+	watches := make(chan *protocols.Watch)
+	release := make(chan struct{})
+	f := &fake{}
+	// A subscriber: it watches the key its path names, in the ledger of
+	// Open's context, hands the watch to the test, and holds until
+	// released.
+	f.do = func(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+		f.mu.Lock()
+		opened := f.ledgers[0]
+		f.mu.Unlock()
+		if opened == nil || protocols.LedgerFrom(ctx) != opened {
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: "no-ledger"})
+			return
+		}
+		key, _ := protocols.StringAttr(call.Request, "path")
+		watches <- opened.Watch(key)
+		<-release
+		okSample(emit)
+	}
+	ctx := protocols.WithLedger(context.Background(), host)
+	var c protocols.Client
+	var err error
+	if isolated {
+		h, herr := NewHarness(f)
+		if herr != nil {
+			t.Fatal(herr)
+		}
+		defer h.Close()
+		c, err = h.Open(ctx, testTarget)
+	} else {
+		c, err = f.Open(ctx, testTarget)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if isolated && f.ledgers[0] == host {
+		t.Fatal("the plugin's client got the host's ledger itself")
+	}
+
+	hostSend := func(id string, ok bool) { host.Begin("k", id).Done(ok) }
+	hostSend("before", true) // before the watch: not expected
+
+	results := make(chan []protocols.Sample, 2)
+	subscribe := func(key string) *protocols.Watch {
+		t.Helper()
+		go func() { results <- collect(ctx, c, protocols.Call{VU: 1, Request: request(key)}) }()
+		select {
+		case w := <-watches:
+			return w
+		case got := <-results:
+			t.Fatalf("the subscriber ended at once: %+v", got)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the subscriber did not start")
+		}
+		return nil
+	}
+	w := subscribe("k")
+	probe := subscribe("sync") // never receives: its misses tell what the mirror has
+	if isolated {
+		waitFollowed(t, c.(*client), "k", "sync")
+	}
+	// synced waits until the subscribers' ledger has every step the host
+	// took so far: the host's steps reach it in order, so once the probe
+	// counts the latest sync send missed, the steps before it are there.
+	syncs, probeMissed := 0, 0
+	synced := func() {
+		t.Helper()
+		syncs++
+		host.Begin("sync", fmt.Sprint(syncs)).Done(true)
+		for deadline := time.Now().Add(5 * time.Second); probeMissed < syncs; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the host's sends did not reach the subscriber: the probe counted %d of %d", probeMissed, syncs)
+			}
+			probeMissed += probe.Settle(time.Now().Add(time.Hour), 0)
+		}
+	}
+
+	// The event may reach the subscriber before its send reaches the
+	// mirror, as an SSE event can beat the host's next batch.
+	a := host.Begin("k", "a")
+	if got := w.Received([]byte("a")); got != protocols.ReceiptFirst && (!isolated || got != protocols.ReceiptEarly) {
+		t.Errorf("Received(a) = %d, want first (or early, isolated)", got)
+	}
+	a.Done(true)
+	hostSend("failed", false) // not received, and not expected
+	hostSend("c", true)       // never received: missed
+	hostSend("d", true)
+	if isolated {
+		if got := w.Received([]byte("early")); got != protocols.ReceiptEarly {
+			t.Errorf("Received(early) before its send = %d, want early", got)
+		}
+		hostSend("early", true)
+	}
+	synced()
+	if got := w.Received([]byte("d")); got != protocols.ReceiptFirst {
+		t.Errorf("Received(d) = %d, want first", got)
+	}
+	if got := w.Received([]byte("before")); got != protocols.ReceiptUnknown && (!isolated || got != protocols.ReceiptEarly) {
+		t.Errorf("Received(before), sent before the watch, = %d, want unknown (or early, isolated)", got)
+	}
+	if got := w.Settle(time.Now().Add(time.Hour), 0); got != 1 {
+		t.Errorf("Settle: missed %d, want 1 (c)", got)
+	}
+	if got := w.Received([]byte("c")); got != protocols.ReceiptLate {
+		t.Errorf("Received(c) after it was counted missed = %d, want late", got)
+	}
+	hostSend("e", true)              // missed, counted at Close
+	inFlight := host.Begin("k", "f") // in flight at Close: not counted
+	synced()
+	if got := w.Close(time.Now().Add(time.Hour), 0); got != 1 {
+		t.Errorf("Close: missed %d, want 1 (e)", got)
+	}
+	inFlight.Done(true)
+	probe.Close(time.Now(), 0)
+	close(release)
+	for range 2 {
+		if got := <-results; len(got) != 1 || got[0].Error != "" {
+			t.Errorf("subscriber's samples: %+v", got)
+		}
+	}
+
+	if !isolated {
+		return
+	}
+	// The stream's end stops the host following: its sends no longer
+	// queue for a plugin that is gone.
+	rc := c.(*client)
+	c.Close()
+	hostSend("after", true)
+	rc.ledgerMu.Lock()
+	follows, steps := len(rc.follows), len(rc.steps)
+	rc.ledgerMu.Unlock()
+	if follows != 0 || steps != 0 {
+		t.Errorf("after Close the host follows %d keys and queued %d steps", follows, steps)
+	}
+}
+
+// waitFollowed waits until the host's client follows keys in the run's
+// ledger for its plugin.
+func waitFollowed(t *testing.T, c *client, keys ...string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.ledgerMu.Lock()
+		n := 0
+		for _, k := range keys {
+			if c.follows[k] != nil {
+				n++
+			}
+		}
+		c.ledgerMu.Unlock()
+		if n == len(keys) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the host follows %d of the keys %q", n, keys)
+		}
+	}
+}
+
+// TestHarnessWithoutLedger: with no ledger in the host's Open context, a
+// plugin's subscriber still gets a ledger to watch, which expects nothing.
+func TestHarnessWithoutLedger(t *testing.T) {
+	f := &fake{do: func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) }}
+	h, err := NewHarness(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := h.Open(context.Background(), testTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := f.ledgers[0].Watch("k")
+	w.Received([]byte("x"))
+	time.Sleep(20 * time.Millisecond) // the follow request crosses, and is ignored
+	if got := w.Close(time.Now().Add(time.Hour), 0); got != 0 {
+		t.Errorf("missed %d with no ledger on the host", got)
+	}
+	if got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")}); len(got) != 1 || got[0].Error != "" {
+		t.Errorf("a call after the follow request: %+v", got)
+	}
+}
+
+// TestCheckLedgerSteps: ledger columns that disagree are refused, so a
+// broken host cannot make the plugin index out of range.
+func TestCheckLedgerSteps(t *testing.T) {
+	good := func() *proto.LedgerSteps {
+		return &proto.LedgerSteps{
+			Keys: []string{"k"}, Key: []uint32{0, 0}, Number: []uint64{4, 4},
+			Kind: []uint32{stepBegin, stepFailed}, BeginId: [][]byte{[]byte("a")}, BeginUnixNano: []int64{1},
+		}
+	}
+	if err := checkLedgerSteps(good()); err != nil {
+		t.Fatalf("good steps: %v", err)
+	}
+	for name, spoil := range map[string]func(l *proto.LedgerSteps){
+		"short number column": func(l *proto.LedgerSteps) { l.Number = l.Number[:1] },
+		"key out of range":    func(l *proto.LedgerSteps) { l.Key[1] = 1 },
+		"unknown kind":        func(l *proto.LedgerSteps) { l.Kind[1] = 7 },
+		"id missing":          func(l *proto.LedgerSteps) { l.BeginId = nil },
+		"begin too many":      func(l *proto.LedgerSteps) { l.Kind[1] = stepBegin },
+	} {
+		b := good()
+		spoil(b)
+		if err := checkLedgerSteps(b); err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }

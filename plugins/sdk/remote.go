@@ -138,7 +138,9 @@ func (r *Remote) Describe() protocols.Info { return r.info }
 func (r *Remote) SDKVersion() string { return r.sdkVersion }
 
 // Open implements protocols.Protocol. The client it returns also
-// implements protocols.Failer.
+// implements protocols.Failer. When ctx carries the run's ledger
+// (protocols.LedgerFrom), the client hands the plugin the sends of the
+// delivery keys its subscribers watch.
 func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
 	b, err := encodeValue(target, r.targetType)
 	if err != nil {
@@ -172,6 +174,7 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		pending:   make(map[uint64]*pendingCall),
 		wake:      make(chan struct{}, 1),
 		failed:    make(chan error, 1),
+		ledger:    protocols.LedgerFrom(ctx),
 	}
 	r.mu.Lock()
 	r.clients[c] = struct{}{}
@@ -253,6 +256,27 @@ type client struct {
 
 	gaugesMu sync.Mutex
 	gauges   []*proto.Gauge // the plugin's last report
+
+	// ledger is the run's, or nil. The keys the plugin follows are
+	// followed in it until the stream ends, and their steps wait in steps
+	// for the sender. A lock of their own, not mu: a step is queued by a
+	// sender's VU holding the key's lock in the ledger. following is set
+	// at the first follow, so the sender of a client that follows nothing
+	// does not take ledgerMu.
+	ledger     *protocols.Ledger
+	following  atomic.Bool
+	ledgerMu   sync.Mutex
+	steps      []ledgerStep
+	follows    map[string]func() // key -> stop
+	unfollowed bool              // the stream ended: follow no more
+}
+
+// ledgerStep is a step of a send on a followed key, waiting for the
+// sender.
+type ledgerStep struct {
+	key string
+	protocols.SendStep
+	at int64 // a Begin's wall-clock time, unix nanoseconds
 }
 
 var (
@@ -425,6 +449,7 @@ func (c *client) Close() error {
 
 	c.cancel()
 	c.wg.Wait()
+	c.unfollow()
 	c.r.mu.Lock()
 	delete(c.r.clients, c)
 	c.r.mu.Unlock()
@@ -464,10 +489,66 @@ func (c *client) fail(what string, err error) {
 	c.abandon(ErrPlugin)
 	c.mu.Unlock()
 	c.cancel()
+	c.unfollow()
 	if c.r.opts.Stderr != nil {
 		perr.Stderr = c.r.opts.Stderr()
 	}
 	c.failed <- perr
+}
+
+// follow follows keys in the run's ledger for the plugin, each once, and
+// queues their steps for the sender. Called by receive only.
+func (c *client) follow(keys []string) {
+	if c.ledger == nil {
+		return // no ledger, nothing to follow: the plugin's watches expect nothing
+	}
+	for _, key := range keys {
+		c.ledgerMu.Lock()
+		_, dup := c.follows[key]
+		done := c.unfollowed
+		c.ledgerMu.Unlock()
+		if dup || done {
+			continue
+		}
+		c.following.Store(true)
+		stop := c.ledger.Follow(key, func(s protocols.SendStep) {
+			step := ledgerStep{key: key, SendStep: s}
+			if !s.Done {
+				// Taken under the key's lock, so the times of a key's
+				// Begins follow their order.
+				step.at = time.Now().UnixNano()
+			}
+			c.ledgerMu.Lock()
+			c.steps = append(c.steps, step)
+			c.ledgerMu.Unlock()
+			c.signal()
+		})
+		c.ledgerMu.Lock()
+		if c.unfollowed {
+			c.ledgerMu.Unlock()
+			stop() // the stream ended meanwhile
+			continue
+		}
+		if c.follows == nil {
+			c.follows = make(map[string]func())
+		}
+		c.follows[key] = stop
+		c.ledgerMu.Unlock()
+	}
+}
+
+// unfollow stops following the run's ledger: the stream has ended. It is
+// safe to call twice.
+func (c *client) unfollow() {
+	c.ledgerMu.Lock()
+	c.unfollowed = true
+	follows := c.follows
+	c.follows = nil
+	c.steps = nil
+	c.ledgerMu.Unlock()
+	for _, stop := range follows {
+		stop()
+	}
 }
 
 func (c *client) signal() {
@@ -487,6 +568,7 @@ func (c *client) send() {
 		calls   []*pendingCall
 		cancels []uint64
 		ended   []uint32
+		steps   []ledgerStep
 	)
 	for {
 		select {
@@ -511,7 +593,16 @@ func (c *client) send() {
 		}
 		c.mu.Unlock()
 		clear(calls) // keep no pooled call alive
-		if len(calls) == 0 && len(cancels) == 0 && len(ended) == 0 {
+		if c.following.Load() {
+			c.ledgerMu.Lock()
+			steps, c.steps = c.steps, steps[:0]
+			c.ledgerMu.Unlock()
+			for i := range steps {
+				w.addStep(&steps[i])
+			}
+			clear(steps) // keep no id alive
+		}
+		if len(calls) == 0 && len(cancels) == 0 && len(ended) == 0 && len(steps) == 0 {
 			continue
 		}
 		w.batch.Cancel, w.batch.Ended = cancels, ended
@@ -534,6 +625,10 @@ type callColumns struct {
 	// index finds a request already in the batch. The encode cache hands
 	// out the same bytes for a repeated value, so their address names them.
 	index map[*byte]uint32
+	// ledger holds the ledger steps, when a batch has any; keys finds a
+	// ledger key already in it.
+	ledger proto.LedgerSteps
+	keys   map[string]uint32
 }
 
 func (w *callColumns) reset() {
@@ -547,6 +642,48 @@ func (w *callColumns) reset() {
 		w.index = make(map[*byte]uint32)
 	}
 	clear(w.index)
+	if b.Ledger != nil {
+		l := b.Ledger
+		l.Keys, l.Key, l.Number, l.Kind = l.Keys[:0], l.Key[:0], l.Number[:0], l.Kind[:0]
+		clear(l.BeginId)
+		l.BeginId, l.BeginUnixNano = l.BeginId[:0], l.BeginUnixNano[:0]
+		clear(w.keys)
+		b.Ledger = nil
+	}
+}
+
+// The kinds of a ledger step on the wire (LedgerSteps.kind).
+const (
+	stepBegin     uint32 = iota
+	stepSucceeded        // a Done: the call succeeded
+	stepFailed           // a Done: the call failed
+)
+
+// addStep adds a step of a followed key's send.
+func (w *callColumns) addStep(s *ledgerStep) {
+	l := &w.ledger
+	w.batch.Ledger = l
+	k, ok := w.keys[s.key]
+	if !ok {
+		if w.keys == nil {
+			w.keys = make(map[string]uint32)
+		}
+		k = uint32(len(l.Keys))
+		l.Keys = append(l.Keys, s.key)
+		w.keys[s.key] = k
+	}
+	l.Key = append(l.Key, k)
+	l.Number = append(l.Number, s.Number)
+	switch {
+	case !s.Done:
+		l.Kind = append(l.Kind, stepBegin)
+		l.BeginId = append(l.BeginId, []byte(s.ID))
+		l.BeginUnixNano = append(l.BeginUnixNano, s.at)
+	case s.OK:
+		l.Kind = append(l.Kind, stepSucceeded)
+	default:
+		l.Kind = append(l.Kind, stepFailed)
+	}
 }
 
 func (w *callColumns) add(p *pendingCall) {
@@ -584,6 +721,9 @@ func (c *client) receive() {
 			return
 		}
 		c.received.Add(1)
+		if len(b.Follow) > 0 {
+			c.follow(b.Follow)
+		}
 		if len(b.Gauges) > 0 {
 			// The batch is the receiver's own, so its gauges can be kept.
 			c.gaugesMu.Lock()

@@ -45,7 +45,13 @@ type server struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	clients map[uint64]protocols.Client
+	clients map[uint64]opened
+}
+
+// opened is an opened client with its mirror of the run's ledger.
+type opened struct {
+	client protocols.Client
+	mirror *mirror
 }
 
 func newServer(impl protocols.Protocol) *server {
@@ -55,7 +61,7 @@ func newServer(impl protocols.Protocol) *server {
 		targetType:  hcldec.ImpliedType(info.TargetSpec),
 		requestType: hcldec.ImpliedType(info.RequestSpec),
 		heartbeat:   heartbeatEvery,
-		clients:     make(map[uint64]protocols.Client),
+		clients:     make(map[uint64]opened),
 	}
 	// Encoded once: a schema the wire cannot carry is the plugin author's
 	// bug, reported by Describe to whoever starts the plugin.
@@ -91,27 +97,30 @@ func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenR
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decoding the target: %v", err)
 	}
-	client, err := s.impl.Open(ctx, target)
+	// Each client has a mirror of its own: the keys it watches are asked
+	// for on its Run stream.
+	m := newMirror()
+	client, err := s.impl.Open(protocols.WithLedger(ctx, m.ledger), target)
 	if err != nil {
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
 	s.mu.Lock()
 	s.nextID++
 	id := s.nextID
-	s.clients[id] = client
+	s.clients[id] = opened{client: client, mirror: m}
 	s.mu.Unlock()
 	return &proto.OpenResponse{ClientId: id}, nil
 }
 
 func (s *server) CloseClient(_ context.Context, req *proto.CloseRequest) (*proto.CloseResponse, error) {
 	s.mu.Lock()
-	client := s.clients[req.ClientId]
+	o, ok := s.clients[req.ClientId]
 	delete(s.clients, req.ClientId)
 	s.mu.Unlock()
-	if client == nil {
+	if !ok {
 		return nil, status.Errorf(codes.NotFound, "no client %d", req.ClientId)
 	}
-	if err := client.Close(); err != nil {
+	if err := o.client.Close(); err != nil {
 		return &proto.CloseResponse{Error: err.Error()}, nil
 	}
 	return &proto.CloseResponse{}, nil
@@ -121,10 +130,10 @@ func (s *server) CloseClient(_ context.Context, req *proto.CloseRequest) (*proto
 func (s *server) closeAll() {
 	s.mu.Lock()
 	clients := s.clients
-	s.clients = make(map[uint64]protocols.Client)
+	s.clients = make(map[uint64]opened)
 	s.mu.Unlock()
-	for _, c := range clients {
-		c.Close()
+	for _, o := range clients {
+		o.client.Close()
 	}
 }
 
@@ -134,9 +143,9 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		return err
 	}
 	s.mu.Lock()
-	client := s.clients[first.ClientId]
+	o, ok := s.clients[first.ClientId]
 	s.mu.Unlock()
-	if client == nil {
+	if !ok {
 		return status.Errorf(codes.NotFound, "no client %d: Open it first", first.ClientId)
 	}
 	// Not derived from stream.Context(): its long chain of gRPC values is
@@ -145,9 +154,14 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &run{
-		s:        s,
-		stream:   stream,
-		client:   client,
+		s:      s,
+		stream: stream,
+		client: o.client,
+		mirror: o.mirror,
+		// Calls carry the mirror too, as calls in-process carry the run's
+		// ledger. A value over Background: deriving a call's cancel from
+		// it registers nothing.
+		callBase: protocols.WithLedger(context.Background(), o.mirror.ledger),
 		ctx:      ctx,
 		calls:    make(map[uint64]*callState),
 		requests: make(map[string]cty.Value),
@@ -157,6 +171,8 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		senderQ:  make(chan struct{}),
 	}
 	go r.send()
+	o.mirror.attach(r)
+	defer o.mirror.detach(r)
 	r.handle(first)
 	for {
 		b, err := stream.Recv()
@@ -180,10 +196,15 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 // run is one Run stream: the calls of one client in flight, and the
 // samples waiting to go back.
 type run struct {
-	s      *server
-	stream proto.Protocol_RunServer
-	client protocols.Client
-	ctx    context.Context
+	s        *server
+	stream   proto.Protocol_RunServer
+	client   protocols.Client
+	mirror   *mirror
+	callBase context.Context // what every call's context derives from
+	ctx      context.Context
+	// sends are the host's sends replayed into the mirror, waiting for
+	// their Done; Run's goroutine only.
+	sends map[sendRef]protocols.Pending
 
 	mu       sync.Mutex
 	calls    map[uint64]*callState      // in flight, by call id
@@ -192,12 +213,15 @@ type run struct {
 	jobs     chan job                   // unbuffered: taken only by an idle worker
 	samples  []wireSample               // waiting to be sent
 	done     []uint64                   // finished, waiting to be sent
+	follows  []string                   // keys to ask the host for, waiting to be sent
 
 	wake    chan struct{} // something is pending; capacity 1 so wakes coalesce
 	senderQ chan struct{} // closed when the sender has stopped
 }
 
 func (r *run) handle(b *proto.CallBatch) {
+	// The host's sends first: they began before the batch was sent.
+	r.replay(b)
 	// Calls first: a cancel may name a call of the same batch.
 	if err := checkCallBatch(b); err != nil {
 		for _, id := range b.CallId {
@@ -329,11 +353,12 @@ func (r *run) start(id uint64, call protocols.Call, request []byte, ending uint3
 	call.Request = req
 	cs := callStates.Get().(*callState)
 	cs.r, cs.id, cs.keepBody, cs.sawRequest, cs.seen = r, id, call.KeepBody, false, false
-	// A root context, not one derived from r.ctx: deriving registers every
-	// call with the run's context and removes it again, under its lock,
-	// which showed in the profile. Run cancels the calls left when it ends.
+	// Derived from callBase, which never ends, not from r.ctx: deriving
+	// from r.ctx registers every call with the run's context and removes
+	// it again, under its lock, which showed in the profile. Run cancels
+	// the calls left when it ends.
 	var ctx context.Context
-	ctx, cs.cancel = context.WithCancel(context.Background())
+	ctx, cs.cancel = context.WithCancel(r.callBase)
 	if ending != 0 {
 		ctx = protocols.WithEnding(ctx, r.scenarioEnding(ending).ch)
 	}
@@ -475,6 +500,7 @@ func (r *run) send() {
 		w       sampleColumns
 		samples []wireSample
 		done    []uint64
+		follows []string
 	)
 	gauger, _ := r.client.(protocols.Gauger)
 	quiet := r.s.heartbeat // how long the sender may stay silent
@@ -506,8 +532,9 @@ func (r *run) send() {
 		// Swap buffers, so emitters append to the spare ones during Send.
 		samples, r.samples = r.samples, samples[:0]
 		done, r.done = r.done, done[:0]
+		follows, r.follows = r.follows, follows[:0]
 		r.mu.Unlock()
-		if len(samples) == 0 && len(done) == 0 && !heartbeat {
+		if len(samples) == 0 && len(done) == 0 && len(follows) == 0 && !heartbeat {
 			continue
 		}
 		for r.s.stall.Load() {
@@ -523,7 +550,8 @@ func (r *run) send() {
 		}
 		b := &w.batch
 		b.Done = done
-		b.Heartbeat = len(samples) == 0 && len(done) == 0
+		b.Follow = follows
+		b.Heartbeat = len(samples) == 0 && len(done) == 0 && len(follows) == 0
 		b.Gauges = b.Gauges[:0]
 		if now := time.Now(); gauger != nil && now.Sub(gaugesSent) >= gaugeEvery {
 			gaugesSent = now
