@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// figures are what a tool reports of one run.
+type figures struct {
+	rps      float64 // requests per second, as the tool computes it
+	requests int64   // requests completed, failed ones among them
+	errors   int64   // failed requests: transport errors and non-2xx/3xx statuses
+}
+
+var (
+	wrkRequests     = regexp.MustCompile(`(?m)^\s*(\d+) requests in `)
+	wrkRPS          = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)\s*$`)
+	wrkSocketErrors = regexp.MustCompile(`(?m)^\s*Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	wrkNon2xx       = regexp.MustCompile(`(?m)^\s*Non-2xx or 3xx responses: (\d+)`)
+)
+
+// parseWrk reads wrk's report:
+//
+//	41415 requests in 1.00s, 6.99MB read
+//	Socket errors: connect 0, read 0, write 0, timeout 0   (only when there are any)
+//	Non-2xx or 3xx responses: 12                           (only when there are any)
+//	Requests/sec:  41237.80
+func parseWrk(out []byte) (figures, error) {
+	var f figures
+	m := wrkRequests.FindSubmatch(out)
+	if m == nil {
+		return f, errors.New(`wrk's output has no "N requests in" line`)
+	}
+	f.requests, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	m = wrkRPS.FindSubmatch(out)
+	if m == nil {
+		return f, errors.New(`wrk's output has no "Requests/sec:" line`)
+	}
+	var err error
+	if f.rps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return f, fmt.Errorf("wrk's Requests/sec: %w", err)
+	}
+	if m := wrkSocketErrors.FindSubmatch(out); m != nil {
+		for _, n := range m[1:] {
+			v, _ := strconv.ParseInt(string(n), 10, 64)
+			f.errors += v
+		}
+	}
+	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+		v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		f.errors += v
+	}
+	return f, nil
+}
+
+var (
+	heyRPS    = regexp.MustCompile(`(?m)^\s*Requests/sec:\s+([0-9.]+)\s*$`)
+	heyStatus = regexp.MustCompile(`^\s*\[(\d+)\]\s+(\d+) responses\s*$`)
+	heyError  = regexp.MustCompile(`^\s*\[(\d+)\]\s+\S`)
+)
+
+// parseHey reads hey's summary: "Requests/sec:", the lines under "Status
+// code distribution:" ("[200]	20268 responses") and those under "Error
+// distribution:" ("[50]	Get ...: connection refused"), which counts
+// requests that got no response.
+func parseHey(out []byte) (figures, error) {
+	var f figures
+	m := heyRPS.FindSubmatch(out)
+	if m == nil {
+		return f, errors.New(`hey's output has no "Requests/sec:" line`)
+	}
+	var err error
+	if f.rps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return f, fmt.Errorf("hey's Requests/sec: %w", err)
+	}
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if t := strings.TrimSpace(line); strings.HasSuffix(t, ":") {
+			section = t
+			continue
+		}
+		switch section {
+		case "Status code distribution:":
+			if m := heyStatus.FindStringSubmatch(line); m != nil {
+				code, _ := strconv.Atoi(m[1])
+				n, _ := strconv.ParseInt(m[2], 10, 64)
+				f.requests += n
+				if code < 200 || code >= 400 {
+					f.errors += n
+				}
+			}
+		case "Error distribution:":
+			if m := heyError.FindStringSubmatch(line); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				f.requests += n
+				f.errors += n
+			}
+		}
+	}
+	if f.requests == 0 {
+		return f, errors.New(`hey's output has no "Status code distribution:" or "Error distribution:" lines`)
+	}
+	return f, nil
+}
+
+var (
+	vegetaRequests = regexp.MustCompile(`(?m)^Requests\s+\[total, rate, throughput\]\s+(\d+), ([0-9.]+), ([0-9.]+)`)
+	vegetaStatus   = regexp.MustCompile(`(?m)^Status Codes\s+\[code:count\]\s+(.*)$`)
+)
+
+// parseVegeta reads vegeta report's text:
+//
+//	Requests      [total, rate, throughput]         20903, 20973.82, 20949.29
+//	Status Codes  [code:count]                      200:20903
+//
+// The rate is the requests sent per second of the attack. Status code 0
+// counts the requests that got no response.
+func parseVegeta(out []byte) (figures, error) {
+	var f figures
+	m := vegetaRequests.FindSubmatch(out)
+	if m == nil {
+		return f, errors.New(`vegeta report has no "Requests [total, rate, throughput]" line`)
+	}
+	f.requests, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	var err error
+	if f.rps, err = strconv.ParseFloat(string(m[2]), 64); err != nil {
+		return f, fmt.Errorf("vegeta's rate: %w", err)
+	}
+	m = vegetaStatus.FindSubmatch(out)
+	if m == nil {
+		return f, errors.New(`vegeta report has no "Status Codes [code:count]" line`)
+	}
+	var ok int64
+	for _, pair := range strings.Fields(string(m[1])) {
+		code, count, found := strings.Cut(pair, ":")
+		c, err1 := strconv.Atoi(code)
+		n, err2 := strconv.ParseInt(count, 10, 64)
+		if !found || err1 != nil || err2 != nil {
+			return f, fmt.Errorf("vegeta's status codes: cannot read %q", pair)
+		}
+		if c >= 200 && c < 400 {
+			ok += n
+		}
+	}
+	f.errors = f.requests - ok
+	return f, nil
+}
+
+// parseHloadSummary reads the figures of hload's one request from its
+// --summary-export JSON.
+func parseHloadSummary(data []byte) (figures, error) {
+	var sum metrics.Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		return figures{}, fmt.Errorf("hload's summary: %w", err)
+	}
+	if sum.Failed != "" {
+		return figures{}, fmt.Errorf("hload's run failed: %s", sum.Failed)
+	}
+	if sum.Interrupted {
+		return figures{}, errors.New("hload's run was interrupted")
+	}
+	s := sum.Scenarios["s"]
+	if s == nil || s.Requests["r"] == nil {
+		return figures{}, errors.New(`hload's summary has no request "r" in scenario "s"`)
+	}
+	r := s.Requests["r"]
+	return figures{rps: r.RPS, requests: r.Count, errors: r.Errors}, nil
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// body is what the target server answers every request with.
+var body = bytes.Repeat([]byte("x"), 60)
+
+// serve is the target server: this binary run again with -serve. It
+// answers every request on a loopback port with the 60-byte body, prints
+// its address on stdout and exits when stdin closes, that is when the
+// harness stops it or dies.
+func serve(stdin io.Reader, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go srv.Serve(ln)
+	fmt.Fprintln(stdout, ln.Addr().String())
+	io.Copy(io.Discard, stdin)
+	return srv.Close()
+}
+
+// pinning says whether processes can be pinned to a core each, and why
+// not when they cannot.
+type pinning struct {
+	taskset string // taskset's path; "" when not pinning
+	why     string // why not, when not pinning
+}
+
+func findPinning() pinning {
+	if n := runtime.NumCPU(); n < 2 {
+		return pinning{why: fmt.Sprintf("not pinned: %d core", n)}
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		return pinning{why: "not pinned: taskset not found (Debian package util-linux)"}
+	}
+	return pinning{taskset: taskset}
+}
+
+// command returns the command that runs path with args, on core cpu when
+// pinning. taskset execs the program, so the process, its rusage and its
+// peak RSS are the program's own. The process gets a group of its own, so
+// cancelling ctx sends SIGTERM to it and whatever it started (hload's
+// plugin process); it is killed 10 s later if it has not exited, and when
+// the harness dies.
+func (p pinning) command(ctx context.Context, cpu int, path string, args ...string) *exec.Cmd {
+	if p.taskset != "" {
+		args = append([]string{"-c", strconv.Itoa(cpu), path}, args...)
+		path = p.taskset
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// server is the running target server.
+type server struct {
+	cmd   *exec.Cmd
+	stdin io.Closer
+	url   string
+}
+
+// startServer starts this binary with -serve, on core 1 when pinning, and
+// checks that it answers with the body.
+func startServer(ctx context.Context, p pinning) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := p.command(context.WithoutCancel(ctx), 1, self, "-serve")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the target server: %w", err)
+	}
+	s := &server{cmd: cmd, stdin: stdin}
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case a := <-addr:
+		if a == "" {
+			s.stop()
+			return nil, errors.New("the target server exited without printing its address")
+		}
+		s.url = "http://" + a + "/"
+	case <-time.After(10 * time.Second):
+		s.stop()
+		return nil, errors.New("the target server printed no address within 10s")
+	}
+	if err := s.check(); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// check makes one request, so a server that does not answer as planned
+// fails the harness before any tool runs.
+func (s *server) check() error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(s.url)
+	if err != nil {
+		return fmt.Errorf("the target server does not answer: %w", err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(got, body) {
+		return fmt.Errorf("the target server answered %s with %d bytes (%v), want 200 with %d bytes", resp.Status, len(got), err, len(body))
+	}
+	return nil
+}
+
+// cpuSeconds is the CPU time (user+sys) the server has used so far, from
+// /proc, or -1 when it cannot be read.
+func (s *server) cpuSeconds() float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is the first, utime the 12th, stime the 13th,
+	// both in clock ticks (USER_HZ, 100 on Linux).
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return -1
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return (utime + stime) / 100
+}
+
+// stop closes the server's stdin, which ends it, and waits for it; it
+// kills it after 5 s.
+func (s *server) stop() {
+	s.stdin.Close()
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// usage is what one run of a tool cost, from its rusage.
+type usage struct {
+	cpuSeconds float64 // user+sys, the tool's and the children it reaped
+	peakRSSMB  float64 // the largest resident set of the tool or a child it reaped
+}
+
+func usageOf(state *os.ProcessState) usage {
+	u := usage{cpuSeconds: (state.UserTime() + state.SystemTime()).Seconds()}
+	if ru, ok := state.SysUsage().(*syscall.Rusage); ok {
+		u.peakRSSMB = float64(ru.Maxrss) / 1024 // kilobytes on Linux
+	}
+	return u
+}
+
+// tail returns the last lines of a tool's output, for an error message.
+func tail(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 800 {
+		s = "..." + s[len(s)-800:]
+	}
+	if s == "" {
+		return "(no output)"
+	}
+	return s
+}
