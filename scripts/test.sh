@@ -15,6 +15,15 @@ fi
 echo "== go vet"
 go vet ./...
 
+echo "== bench harness: hload against wrk, hey and vegeta, a short smoke run"
+# scripts/peers.sh installs the peers when missing (wrk and hey from Debian;
+# vegeta with go install, cached in ~/.cache/hload/bin) and prints the PATH
+# export. The run fails on a tool that is missing or fails, or on output whose
+# figures cannot be read; it never fails on speed, whose ratios it only prints.
+peers_env=$(scripts/peers.sh)
+eval "$peers_env"
+go run ./bench -duration 2s -rounds 1 -require-all
+
 echo "== services: RabbitMQ and InfluxDB 1.8.3 on loopback"
 # Real brokers and databases for the AMQP and InfluxDB tests, as users run
 # them. The scripts install or build what is missing (rabbitmq-server from
