@@ -1074,3 +1074,80 @@ func TestCheckLedgerSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessLargeBatchIsSplit: samples that pile up beyond what gRPC
+// takes in one message (4 MiB) reach the host in several batches, in
+// order, the call's end last, rather than failing the plugin.
+func TestHarnessLargeBatchIsSplit(t *testing.T) {
+	const n, size = 100, 64 << 10 // 6.4 MB of bodies
+	_, c, _ := open(t, RemoteOptions{}, func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+		body := make([]byte, size)
+		for i := range n {
+			body[0] = byte(i)
+			emit(protocols.Sample{Metric: "event", Time: time.Now(), Value: time.Duration(i), Body: body})
+		}
+		okSample(emit)
+	})
+	got := collect(context.Background(), c, protocols.Call{VU: 1, KeepBody: true, Request: request("/")})
+	if len(got) != n+1 || got[n].Metric != protocols.MetricRequest || got[n].Error != "" {
+		t.Fatalf("%d samples, the last %+v; want %d events, then the request", len(got), got[len(got)-1], n)
+	}
+	for i := range n {
+		if got[i].Value != time.Duration(i) || len(got[i].Body) != size || got[i].Body[0] != byte(i) {
+			t.Fatalf("sample %d: value %v, body of %d bytes", i, got[i].Value, len(got[i].Body))
+		}
+	}
+	select {
+	case err := <-c.(protocols.Failer).Failed():
+		t.Fatalf("the plugin failed: %v", err)
+	default:
+	}
+}
+
+// TestHarnessLedgerBacklogIsSplit: a backlog of ledger steps beyond what
+// gRPC takes in one message reaches the plugin over several batches, in
+// order, rather than failing the stream.
+func TestHarnessLedgerBacklogIsSplit(t *testing.T) {
+	host := protocols.NewLedger()
+	f := &fake{do: func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) }}
+	h, err := NewHarness(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := h.Open(protocols.WithLedger(context.Background(), host), testTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := f.ledgers[0].Watch("k")
+	rc := c.(*client)
+	waitFollowed(t, rc, "k")
+	// 6 MB of steps queued at once, as if the sender had been blocked.
+	const n = 1500
+	id := strings.Repeat("x", 4<<10)
+	now := time.Now().UnixNano()
+	rc.ledgerMu.Lock()
+	for i := range uint64(n) {
+		rc.steps = append(rc.steps,
+			ledgerStep{key: "k", SendStep: protocols.SendStep{Number: i, ID: fmt.Sprint(i, id)}, at: now},
+			ledgerStep{key: "k", SendStep: protocols.SendStep{Number: i, Done: true, OK: true}})
+	}
+	rc.ledgerMu.Unlock()
+	rc.signal()
+	missed := 0
+	for deadline := time.Now().Add(10 * time.Second); missed < n && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		missed += w.Settle(time.Now().Add(time.Hour), 0)
+		select {
+		case err := <-rc.Failed():
+			t.Fatalf("the stream failed: %v", err)
+		default:
+		}
+	}
+	if missed != n {
+		t.Fatalf("the plugin's watch settled %d of the %d sends", missed, n)
+	}
+	if rc.sent.Load() < 6 {
+		t.Errorf("%d batches for 6 MB of steps", rc.sent.Load())
+	}
+}

@@ -271,6 +271,15 @@ type client struct {
 	unfollowed bool              // the stream ended: follow no more
 }
 
+// maxLedgerBytes bounds the ledger steps of a CallBatch, well below
+// gRPC's default limit of 4 MiB on a received message, and
+// ledgerStepBytes is what a step takes at most besides its id (five
+// varint columns).
+const (
+	maxLedgerBytes  = 1 << 20
+	ledgerStepBytes = 48
+)
+
 // ledgerStep is a step of a send on a followed key, waiting for the
 // sender.
 type ledgerStep struct {
@@ -595,7 +604,20 @@ func (c *client) send() {
 		clear(calls) // keep no pooled call alive
 		if c.following.Load() {
 			c.ledgerMu.Lock()
-			steps, c.steps = c.steps, steps[:0]
+			n, size := 0, 0
+			for n < len(c.steps) && size < maxLedgerBytes {
+				size += ledgerStepBytes + len(c.steps[n].ID)
+				n++
+			}
+			if n == len(c.steps) {
+				steps, c.steps = c.steps, steps[:0]
+			} else {
+				// A backlog (the plugin read nothing for a while) goes over
+				// several batches, each well below gRPC's message limit.
+				steps = append(steps[:0], c.steps[:n]...)
+				c.steps = append(c.steps[:0], c.steps[n:]...)
+				c.signal()
+			}
 			c.ledgerMu.Unlock()
 			for i := range steps {
 				w.addStep(&steps[i])

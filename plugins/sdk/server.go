@@ -544,30 +544,53 @@ func (r *run) send() {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
-		w.reset()
-		for i := range samples {
-			w.add(&samples[i])
-		}
+		// What piled up while the sender could not send (many streams'
+		// events, a slow host) may exceed what gRPC accepts in one
+		// message, so it goes in batches of at most maxBatchBytes. The
+		// done calls go in the last: a call's samples must reach the host
+		// before its end.
 		b := &w.batch
-		b.Done = done
-		b.Follow = follows
-		b.Heartbeat = len(samples) == 0 && len(done) == 0 && len(follows) == 0
-		b.Gauges = b.Gauges[:0]
-		if now := time.Now(); gauger != nil && now.Sub(gaugesSent) >= gaugeEvery {
-			gaugesSent = now
-			gauger.Gauges(func(name string, v int64) {
-				b.Gauges = append(b.Gauges, &proto.Gauge{Name: name, Value: v})
-			})
+		for next := 0; ; {
+			w.reset()
+			size := 0
+			for next < len(samples) && size < maxBatchBytes {
+				size += sampleBytes + len(samples[next].Body)
+				w.add(&samples[next])
+				next++
+			}
+			last := next == len(samples)
+			b.Done, b.Follow, b.Gauges, b.Heartbeat = nil, nil, b.Gauges[:0], false
+			if last {
+				b.Done, b.Follow = done, follows
+				b.Heartbeat = len(samples) == 0 && len(done) == 0 && len(follows) == 0
+				if now := time.Now(); gauger != nil && now.Sub(gaugesSent) >= gaugeEvery {
+					gaugesSent = now
+					gauger.Gauges(func(name string, v int64) {
+						b.Gauges = append(b.Gauges, &proto.Gauge{Name: name, Value: v})
+					})
+				}
+			}
+			if err := r.stream.Send(b); err != nil {
+				clear(samples)
+				return // the stream is gone; Run's Recv sees it too
+			}
+			if last {
+				break
+			}
 		}
-		err := r.stream.Send(b)
 		clear(samples) // Send has marshalled them: drop the bodies
-		if err != nil {
-			return // the stream is gone; Run's Recv sees it too
-		}
 		// Since Go 1.23, Reset also discards a fire that nobody received.
 		idle.Reset(quiet)
 	}
 }
+
+// maxBatchBytes bounds a SampleBatch's size, well below gRPC's default
+// limit of 4 MiB on a received message, and sampleBytes is what a sample
+// without a body takes at most in it (eight varint columns).
+const (
+	maxBatchBytes = 1 << 20
+	sampleBytes   = 80
+)
 
 // sweep hands the sender the samples of the calls that were in flight at
 // the previous sweep already.
