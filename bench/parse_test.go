@@ -116,6 +116,12 @@ func TestMediansAndRatios(t *testing.T) {
 			t.Errorf("%s = %+v, want value %.3f meets %v missing %v", r.What, r, w.value, w.meets, w.missing)
 		}
 	}
+	if rs[3].Missing != "hload-isolated failed in every round" {
+		t.Errorf("isolated ratio: missing %q", rs[3].Missing)
+	}
+	if rs := ratios(meds[:1], true); rs[0].Missing != "vegeta was not run" || rs[2].Note != "" {
+		t.Errorf("without vegeta, pinned: %+v", rs)
+	}
 	if rs[2].Note == "" {
 		t.Error("the server-bound ratio does not say the server was not pinned")
 	}

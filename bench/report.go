@@ -98,10 +98,19 @@ type ratio struct {
 // ratios computes the goals of PERFORMANCE.md that the medians allow.
 func ratios(meds []result, pinned bool) []ratio {
 	by := map[string]result{}
+	failed := map[string]bool{}
 	for _, m := range meds {
 		if m.Error == "" {
 			by[m.Tool] = m
+		} else {
+			failed[m.Tool] = true
 		}
+	}
+	without := func(tool string) string {
+		if failed[tool] {
+			return tool + " failed in every round"
+		}
+		return tool + " was not run"
 	}
 	of := func(what string, goal float64, a, b string, f func(result) float64) ratio {
 		r := ratio{What: what, Goal: goal}
@@ -109,9 +118,9 @@ func ratios(meds []result, pinned bool) []ratio {
 		rb, okB := by[b]
 		switch {
 		case !okA:
-			r.Missing = a + " has no figures"
+			r.Missing = without(a)
 		case !okB:
-			r.Missing = b + " has no figures"
+			r.Missing = without(b)
 		case f(rb) <= 0:
 			r.Missing = b + "'s figure is zero"
 		default:

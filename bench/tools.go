@@ -60,6 +60,7 @@ type tool struct {
 	note string
 }
 
+// tools are the tools the harness runs, in the order each round runs them.
 func tools() []*tool {
 	return []*tool{
 		{
@@ -128,8 +129,10 @@ func hloadFigures(_ context.Context, r toolRun, _ []byte) (figures, error) {
 	return parseHloadSummary(data)
 }
 
-// vegetaFigures runs vegeta report on the attack's results.
+// vegetaFigures runs vegeta report on the attack's results, then removes
+// them: tens of megabytes per run.
 func vegetaFigures(ctx context.Context, r toolRun, _ []byte) (figures, error) {
+	defer os.Remove(r.files + ".bin")
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, r.program, "report", r.files+".bin").CombinedOutput()
@@ -169,7 +172,7 @@ func measure(ctx context.Context, p pinning, t *tool, r toolRun) (figures, usage
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	if ctx.Err() == context.DeadlineExceeded {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return figures{}, usage{}, fmt.Errorf("still running %s after its %s run; stopped", time.Minute, r.duration)
 	}
 	if err != nil {
