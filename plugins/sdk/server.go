@@ -220,9 +220,10 @@ type run struct {
 }
 
 func (r *run) handle(b *proto.CallBatch) {
-	// The host's sends first: they began before the batch was sent.
+	// The host's ledger steps before the calls: the host took them before
+	// it sent the batch.
 	r.replay(b)
-	// Calls first: a cancel may name a call of the same batch.
+	// Calls before cancels: a cancel may name a call of the same batch.
 	if err := checkCallBatch(b); err != nil {
 		for _, id := range b.CallId {
 			r.fail(id, "malformed call batch: "+err.Error())
