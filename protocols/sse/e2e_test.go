@@ -282,9 +282,14 @@ threshold {
 	if got, want := m[sse.MetricDisconnects].Count, m["sse_disconnects_eof"].Count+m["sse_disconnects_stall"].Count; got != want {
 		t.Errorf("disconnects %d, by kind %d", got, want)
 	}
-	// Every connection but the first of each stream follows a reconnect.
-	if got := m[sse.MetricConnect].Count; got != m[sse.MetricReconnects].Count+5 {
-		t.Errorf("connects %d, reconnects %d", got, m[sse.MetricReconnects].Count)
+	// Every connection but the first of each stream follows a reconnect. A
+	// stream stopped by the scenario's end between its reconnect and the
+	// server's answer has counted the reconnect without the connection, so
+	// each of the 5 streams adds its first connect or nothing (2 of 12 runs
+	// ended so, with a difference of 4).
+	if diff := m[sse.MetricConnect].Count - m[sse.MetricReconnects].Count; diff < 0 || diff > 5 {
+		t.Errorf("connects %d, reconnects %d: want 0 to 5 more connects, one first connect per stream",
+			m[sse.MetricConnect].Count, m[sse.MetricReconnects].Count)
 	}
 }
 
