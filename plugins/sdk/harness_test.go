@@ -356,6 +356,48 @@ func TestHarnessScenarioEndingCrossesTheWire(t *testing.T) {
 	}
 }
 
+// TestHarnessCancelIsPerCall: cancelling one call ends that call only:
+// another VU's call runs on, and the next call of the cancelled VU starts
+// afresh. (The plugin keeps a context per VU from call to call.)
+func TestHarnessCancelIsPerCall(t *testing.T) {
+	release := make(chan struct{})
+	_, c, _ := open(t, RemoteOptions{}, func(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+		if call.Iteration > 0 {
+			if ctx.Err() != nil {
+				emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+				return
+			}
+			okSample(emit)
+			return
+		}
+		select {
+		case <-release:
+			okSample(emit)
+		case <-ctx.Done():
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+		}
+	})
+	other := make(chan []protocols.Sample, 1)
+	go func() { other <- collect(context.Background(), c, protocols.Call{VU: 2, Request: request("/")}) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if got := collect(ctx, c, protocols.Call{VU: 1, Request: request("/")}); len(got) != 1 || got[0].Error != protocols.ErrInterrupted {
+		t.Fatalf("the cancelled call: %+v, want interrupted", got)
+	}
+	if got := collect(context.Background(), c, protocols.Call{VU: 1, Iteration: 1, Request: request("/")}); len(got) != 1 || got[0].Error != "" {
+		t.Errorf("the cancelled VU's next call: %+v, want a success", got)
+	}
+	select {
+	case got := <-other:
+		t.Fatalf("the other VU's call ended with the cancel: %+v", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if got := <-other; len(got) != 1 || got[0].Error != "" {
+		t.Errorf("the other VU's call: %+v, want a success", got)
+	}
+}
+
 func TestHarnessSamples(t *testing.T) {
 	now := time.Unix(1700000000, 987654321)
 	body := []byte(`{"ok":true}`)

@@ -166,6 +166,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		calls:    make(map[uint64]*callState),
 		requests: make(map[string]cty.Value),
 		endings:  make(map[uint32]*scenarioEnding),
+		vus:      make(map[vuKey]*vuContext),
 		jobs:     make(chan job),
 		wake:     make(chan struct{}, 1),
 		senderQ:  make(chan struct{}),
@@ -184,11 +185,9 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 	// The host closed the stream or went away: cancel what still runs.
 	// Calls that finish later emit into a buffer nobody sends.
 	cancel()
-	r.mu.Lock()
-	for _, cs := range r.calls {
-		cs.cancel()
+	for _, vc := range r.vus {
+		vc.cancel()
 	}
-	r.mu.Unlock()
 	<-r.senderQ
 	return nil
 }
@@ -210,6 +209,7 @@ type run struct {
 	calls    map[uint64]*callState      // in flight, by call id
 	requests map[string]cty.Value       // decoded requests by their msgpack; Run's goroutine only
 	endings  map[uint32]*scenarioEnding // by the host's number; Run's goroutine only
+	vus      map[vuKey]*vuContext       // Run's goroutine only
 	jobs     chan job                   // unbuffered: taken only by an idle worker
 	samples  []wireSample               // waiting to be sent
 	done     []uint64                   // finished, waiting to be sent
@@ -243,11 +243,16 @@ func (r *run) handle(b *proto.CallBatch) {
 		r.scenarioEnding(n).close()
 	}
 	for _, id := range b.Cancel {
+		// The cancel func is read under the lock: once unlocked, the call
+		// may finish and its state go back to the pool.
+		var cancel context.CancelFunc
 		r.mu.Lock()
-		cs := r.calls[id]
+		if cs := r.calls[id]; cs != nil {
+			cancel = cs.vu.cancel
+		}
 		r.mu.Unlock()
-		if cs != nil {
-			cs.cancel()
+		if cancel != nil {
+			cancel()
 		}
 	}
 }
@@ -286,12 +291,29 @@ type callState struct {
 	id         uint64
 	keepBody   bool
 	sawRequest bool // emit's goroutine only
-	cancel     context.CancelFunc
+	vu         *vuContext
 	emitFn     func(protocols.Sample)
 	seen       bool // by a sweep: the next one takes the samples; under r.mu
 
 	mu      sync.Mutex   // emit against a sweep
 	samples []wireSample // emitted, not yet handed to the sender
+}
+
+// vuContext is the context of one VU's calls, kept from call to call
+// until one of them is cancelled. A VU has one call in flight at a time, so
+// cancelling the VU's context cancels just that call; and a context per
+// call, with the children map net/http's own contexts add to it, showed
+// in the profile.
+type vuContext struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// vuKey names a VU's context: a VU number is a scenario's own, and the
+// scenario's ending is part of the context.
+type vuKey struct {
+	vu     uint64
+	ending uint32
 }
 
 // sweepEvery is how often the sender takes the samples of the calls that
@@ -312,6 +334,9 @@ var callStates = sync.Pool{New: func() any {
 type scenarioEnding struct {
 	ch     chan struct{}
 	closed bool
+	// base is the context its calls derive from: callBase carrying ch, made
+	// once rather than a value context per call.
+	base context.Context
 }
 
 func (e *scenarioEnding) close() {
@@ -327,6 +352,7 @@ func (r *run) scenarioEnding(n uint32) *scenarioEnding {
 	e := r.endings[n]
 	if e == nil {
 		e = &scenarioEnding{ch: make(chan struct{})}
+		e.base = protocols.WithEnding(r.callBase, e.ch)
 		r.endings[n] = e
 	}
 	return e
@@ -358,11 +384,19 @@ func (r *run) start(id uint64, call protocols.Call, request []byte, ending uint3
 	// from r.ctx registers every call with the run's context and removes
 	// it again, under its lock, which showed in the profile. Run cancels
 	// the calls left when it ends.
-	var ctx context.Context
-	ctx, cs.cancel = context.WithCancel(r.callBase)
-	if ending != 0 {
-		ctx = protocols.WithEnding(ctx, r.scenarioEnding(ending).ch)
+	key := vuKey{call.VU, ending}
+	vu := r.vus[key]
+	if vu == nil || vu.ctx.Err() != nil {
+		base := r.callBase
+		if ending != 0 {
+			base = r.scenarioEnding(ending).base
+		}
+		vu = &vuContext{}
+		vu.ctx, vu.cancel = context.WithCancel(base)
+		r.vus[key] = vu
 	}
+	cs.vu = vu
+	ctx := vu.ctx
 	r.mu.Lock()
 	r.calls[id] = cs
 	r.mu.Unlock()
@@ -434,7 +468,7 @@ func (r *run) do(ctx context.Context, cs *callState, call protocols.Call) {
 			cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
 		}
 		r.finish(cs)
-		cs.r, cs.cancel = nil, nil
+		cs.r, cs.vu = nil, nil
 		callStates.Put(cs)
 	}()
 	r.client.Do(ctx, call, cs.emitFn)
@@ -481,7 +515,6 @@ func (r *run) finish(cs *callState) {
 	r.mu.Unlock()
 	clear(cs.samples) // drops the bodies
 	cs.samples = cs.samples[:0]
-	cs.cancel() // releases the context's resources
 	r.signal()
 }
 
