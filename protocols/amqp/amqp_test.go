@@ -2,9 +2,14 @@ package amqp
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -342,4 +347,26 @@ func TestGauges(t *testing.T) {
 			t.Errorf("gauges %v; want %s 1 and %s 0", got, GaugeConnected, GaugeBlocked)
 		}
 	})
+}
+
+// TestFailClassifiesSocketErrors: a publish whose frame write fails gets
+// the socket's error before amqp091-go marks the connection closed, so a
+// broker going away mid-publish must read as connection_lost, not as a
+// protocol error.
+func TestFailClassifiesSocketErrors(t *testing.T) {
+	c := &Client{}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		err  error
+		want protocols.ErrorKind
+	}{
+		{&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, ErrConnectionLost},
+		{fmt.Errorf("frame: %w", syscall.ECONNRESET), ErrConnectionLost},
+		{io.EOF, ErrConnectionLost},
+		{errors.New("unexpected frame"), protocols.ErrProtocol},
+	} {
+		if got := c.fail(ctx, nil, nil, tc.err).err; got != tc.want {
+			t.Errorf("fail(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
 }

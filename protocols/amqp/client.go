@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -228,10 +231,21 @@ func (c *Client) fail(ctx context.Context, s *session, ch *channel, err error) o
 	if ae != nil {
 		return outcome{err: ErrChannel, status: ae.Code}
 	}
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, amqp.ErrClosed) || isNetworkError(err) {
 		return outcome{err: ErrConnectionLost}
 	}
 	return outcome{err: protocols.ErrProtocol}
+}
+
+// isNetworkError reports whether err is the connection's socket failing.
+// amqp091-go returns a failed frame write as the socket's own error and
+// only then shuts the connection down, on a goroutine of its own, so a
+// publish racing a broker's restart can see "broken pipe" while the
+// connection still reads as open.
+func isNetworkError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func (c *Client) publish(ctx context.Context, q *request, emit func(protocols.Sample)) outcome {
