@@ -214,15 +214,8 @@ func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalCont
 				"The values of let are evaluated before the request's other attributes, so they cannot refer to each other. Compute each one from vu, scenario, data, var, local or functions.")}
 		}
 	}
-	if d := l.checkRequestReferences(r, attr.Expr); d.HasErrors() {
-		return d
-	}
-	dynamic := isDynamic(attr.Expr)
-	ctx := l.base
-	if dynamic {
-		ctx = sample
-	}
-	v, diags := attr.Expr.Value(ctx)
+	// In the loader's base: r's own base, which sees let, comes after.
+	v, dynamic, diags := l.evalAtLoad(r, attr.Expr, l.base, sample)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
 		return diags
 	}
@@ -258,6 +251,22 @@ func (r *Request) letContexts(base, sample *hcl.EvalContext) (*hcl.EvalContext, 
 	sample = sample.NewChild()
 	sample.Variables = map[string]cty.Value{rootLet: x.letValue}
 	return base, sample
+}
+
+// evalAtLoad checks the references of one of r's expressions and
+// evaluates it at load: in base when it is static, and with sample values,
+// to catch mistakes, when it must be evaluated per call (dynamic).
+func (l *loader) evalAtLoad(r *Request, expr hcl.Expression, base, sample *hcl.EvalContext) (v cty.Value, dynamic bool, diags hcl.Diagnostics) {
+	if d := l.checkRequestReferences(r, expr); d.HasErrors() {
+		return cty.NilVal, false, d
+	}
+	dynamic = r.isDynamicIn(expr)
+	ctx := base
+	if dynamic {
+		ctx = sample
+	}
+	v, diags = expr.Value(ctx)
+	return v, dynamic, diags
 }
 
 // isDynamicIn reports whether expr must be evaluated per call in r: it is
@@ -297,15 +306,7 @@ func (l *loader) decodeDelivery(r *Request, attr *hcl.Attribute, sample *hcl.Eva
 	if attr == nil {
 		return nil
 	}
-	if d := l.checkRequestReferences(r, attr.Expr); d.HasErrors() {
-		return d
-	}
-	dynamic := r.isDynamicIn(attr.Expr)
-	ctx := r.base
-	if dynamic {
-		ctx = sample
-	}
-	v, diags := attr.Expr.Value(ctx)
+	v, dynamic, diags := l.evalAtLoad(r, attr.Expr, r.base, sample)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
 		return diags
 	}
@@ -525,16 +526,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 		if attr == nil {
 			continue
 		}
-		if d := l.checkRequestReferences(r, attr.Expr); d.HasErrors() {
-			diags = append(diags, d...)
-			continue
-		}
-		dynamic := r.isDynamicIn(attr.Expr)
-		ctx := r.base
-		if dynamic {
-			ctx = sample
-		}
-		v, d := attr.Expr.Value(ctx)
+		v, dynamic, d := l.evalAtLoad(r, attr.Expr, r.base, sample)
 		diags = append(diags, d...)
 		if d.HasErrors() || !v.IsWhollyKnown() {
 			continue
