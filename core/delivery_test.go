@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // sendProtocol answers each call with the status its request names, and
@@ -18,7 +19,7 @@ import (
 type sendProtocol struct {
 	mu       sync.Mutex
 	accepted map[string]bool
-	ledger   *protocols.Ledger // seen by Open
+	ledger   *delivery.Ledger // seen by Open
 }
 
 func (p *sendProtocol) Describe() protocols.Info {
@@ -34,7 +35,7 @@ func (p *sendProtocol) Describe() protocols.Info {
 }
 
 func (p *sendProtocol) Open(ctx context.Context, _ cty.Value) (protocols.Client, error) {
-	p.ledger = protocols.LedgerFrom(ctx)
+	p.ledger = delivery.LedgerFrom(ctx)
 	return p, nil
 }
 
@@ -81,9 +82,9 @@ scenario "s" {
   }
 }
 `, p)
-	l := protocols.NewLedger()
-	watches := map[string]*protocols.Watch{"user-1": l.Watch("user-1"), "user-2": l.Watch("user-2")}
-	sum, err := Run(protocols.WithLedger(context.Background(), l), test, Options{Protocols: protocols.NewRegistry(p)})
+	l := delivery.NewLedger()
+	watches := map[string]*delivery.Watch{"user-1": l.Watch("user-1"), "user-2": l.Watch("user-2")}
+	sum, err := Run(delivery.WithLedger(context.Background(), l), test, Options{Protocols: protocols.NewRegistry(p)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ scenario "s" {
 	for id := range p.accepted {
 		found := 0
 		for _, w := range watches {
-			if w.Received([]byte(id)) == protocols.ReceiptFirst {
+			if w.Received([]byte(id)) == delivery.ReceiptFirst {
 				found++
 			}
 		}

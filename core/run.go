@@ -16,6 +16,7 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // Options are what a run needs besides the test.
@@ -74,11 +75,11 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 	if interval <= 0 {
 		interval = time.Second
 	}
-	if protocols.LedgerFrom(ctx) == nil {
+	if delivery.LedgerFrom(ctx) == nil {
 		// One ledger per run: requests with a delivery attribute record
 		// their sends in it, and subscribers (SSE) match what they receive
 		// against it.
-		ctx = protocols.WithLedger(ctx, protocols.NewLedger())
+		ctx = delivery.WithLedger(ctx, delivery.NewLedger())
 	}
 	state := &runState{evalErrors: map[string]string{}}
 	for _, s := range opts.Sinks {

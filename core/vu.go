@@ -12,6 +12,7 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // request is a request block bound to what it runs on.
@@ -55,7 +56,7 @@ type vu struct {
 	// channel, built once from parent. ledger is the run's, or nil.
 	parent  context.Context
 	callCtx context.Context
-	ledger  *protocols.Ledger
+	ledger  *delivery.Ledger
 	// delivered is whether the current call's request sample reports a
 	// success, so that its delivery id is expected by subscribers.
 	delivered bool
@@ -91,7 +92,7 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 		}
 		it.Data = v.data
 	}
-	value, delivery, diags := req.cfg.Eval(it)
+	value, send, diags := req.cfg.Eval(it)
 	start := time.Now()
 	v.lateness = 0
 	if !planned.IsZero() {
@@ -111,11 +112,11 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 			planned = start
 		}
 		ctx = v.context(ctx)
-		var sent protocols.Pending
-		if delivery.Set && v.ledger != nil {
+		var sent delivery.Pending
+		if send.Set && v.ledger != nil {
 			// Begin before the call: a subscriber may receive the event
 			// before the sender sees its response.
-			sent = v.ledger.Begin(delivery.Key, delivery.ID)
+			sent = v.ledger.Begin(send.Key, send.ID)
 		}
 		v.delivered = false
 		req.client.Do(ctx, protocols.Call{
@@ -140,7 +141,7 @@ func (v *vu) context(parent context.Context) context.Context {
 	if parent != v.parent {
 		v.parent = parent
 		v.callCtx = protocols.WithEnding(parent, v.sc.ending)
-		v.ledger = protocols.LedgerFrom(parent)
+		v.ledger = delivery.LedgerFrom(parent)
 	}
 	return v.callCtx
 }

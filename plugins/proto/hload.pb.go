@@ -430,7 +430,7 @@ func (x *CallBatch) GetLedger() *LedgerSteps {
 }
 
 // LedgerSteps carries the steps of the host ledger's sends
-// (protocols.Ledger) on the keys the plugin follows (SampleBatch.follow),
+// (delivery.Ledger) on the keys the plugin follows (SampleBatch.follow),
 // for the plugin's mirror of it: each send's Begin, then its Done, in the
 // order they happened, from when the host began following the key. The
 // n-th entry of each step column is one step; the n-th Begin among them

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // fake is an in-test protocol whose Do is the test's function.
@@ -23,7 +24,7 @@ type fake struct {
 
 	mu      sync.Mutex
 	targets []cty.Value
-	ledgers []*protocols.Ledger // what each Open's context carried
+	ledgers []*delivery.Ledger // what each Open's context carried
 	closed  int
 }
 
@@ -47,7 +48,7 @@ func (f *fake) Open(ctx context.Context, target cty.Value) (protocols.Client, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.targets = append(f.targets, target)
-	f.ledgers = append(f.ledgers, protocols.LedgerFrom(ctx))
+	f.ledgers = append(f.ledgers, delivery.LedgerFrom(ctx))
 	return fakeClient{f}, nil
 }
 
@@ -904,8 +905,8 @@ func TestHarnessLedgerCrossesTheWire(t *testing.T) {
 }
 
 func ledgerScript(t *testing.T, isolated bool) {
-	host := protocols.NewLedger()
-	watches := make(chan *protocols.Watch)
+	host := delivery.NewLedger()
+	watches := make(chan *delivery.Watch)
 	release := make(chan struct{})
 	f := &fake{}
 	// A subscriber: it watches the key its path names, in the ledger of
@@ -915,7 +916,7 @@ func ledgerScript(t *testing.T, isolated bool) {
 		f.mu.Lock()
 		opened := f.ledgers[0]
 		f.mu.Unlock()
-		if opened == nil || protocols.LedgerFrom(ctx) != opened {
+		if opened == nil || delivery.LedgerFrom(ctx) != opened {
 			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: "no-ledger"})
 			return
 		}
@@ -924,7 +925,7 @@ func ledgerScript(t *testing.T, isolated bool) {
 		<-release
 		okSample(emit)
 	}
-	ctx := protocols.WithLedger(context.Background(), host)
+	ctx := delivery.WithLedger(context.Background(), host)
 	var c protocols.Client
 	var err error
 	if isolated {
@@ -949,7 +950,7 @@ func ledgerScript(t *testing.T, isolated bool) {
 	hostSend("before", true) // before the watch: not expected
 
 	results := make(chan []protocols.Sample, 2)
-	subscribe := func(key string) *protocols.Watch {
+	subscribe := func(key string) *delivery.Watch {
 		t.Helper()
 		go func() { results <- collect(ctx, c, protocols.Call{VU: 1, Request: request(key)}) }()
 		select {
@@ -986,7 +987,7 @@ func ledgerScript(t *testing.T, isolated bool) {
 	// The event may reach the subscriber before its send reaches the
 	// mirror, as an SSE event can beat the host's next batch.
 	a := host.Begin("k", "a")
-	if got := w.Received([]byte("a")); got != protocols.ReceiptFirst && (!isolated || got != protocols.ReceiptEarly) {
+	if got := w.Received([]byte("a")); got != delivery.ReceiptFirst && (!isolated || got != delivery.ReceiptEarly) {
 		t.Errorf("Received(a) = %d, want first (or early, isolated)", got)
 	}
 	a.Done(true)
@@ -994,22 +995,22 @@ func ledgerScript(t *testing.T, isolated bool) {
 	hostSend("c", true)       // never received: missed
 	hostSend("d", true)
 	if isolated {
-		if got := w.Received([]byte("early")); got != protocols.ReceiptEarly {
+		if got := w.Received([]byte("early")); got != delivery.ReceiptEarly {
 			t.Errorf("Received(early) before its send = %d, want early", got)
 		}
 		hostSend("early", true)
 	}
 	synced()
-	if got := w.Received([]byte("d")); got != protocols.ReceiptFirst {
+	if got := w.Received([]byte("d")); got != delivery.ReceiptFirst {
 		t.Errorf("Received(d) = %d, want first", got)
 	}
-	if got := w.Received([]byte("before")); got != protocols.ReceiptUnknown && (!isolated || got != protocols.ReceiptEarly) {
+	if got := w.Received([]byte("before")); got != delivery.ReceiptUnknown && (!isolated || got != delivery.ReceiptEarly) {
 		t.Errorf("Received(before), sent before the watch, = %d, want unknown (or early, isolated)", got)
 	}
 	if got := w.Settle(time.Now().Add(time.Hour), 0); got != 1 {
 		t.Errorf("Settle: missed %d, want 1 (c)", got)
 	}
-	if got := w.Received([]byte("c")); got != protocols.ReceiptLate {
+	if got := w.Received([]byte("c")); got != delivery.ReceiptLate {
 		t.Errorf("Received(c) after it was counted missed = %d, want late", got)
 	}
 	hostSend("e", true)              // missed, counted at Close
@@ -1150,14 +1151,14 @@ func TestHarnessLargeBatchIsSplit(t *testing.T) {
 // gRPC takes in one message reaches the plugin over several batches, in
 // order, rather than failing the stream.
 func TestHarnessLedgerBacklogIsSplit(t *testing.T) {
-	host := protocols.NewLedger()
+	host := delivery.NewLedger()
 	f := &fake{do: func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) }}
 	h, err := NewHarness(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	c, err := h.Open(protocols.WithLedger(context.Background(), host), testTarget)
+	c, err := h.Open(delivery.WithLedger(context.Background(), host), testTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1172,8 +1173,8 @@ func TestHarnessLedgerBacklogIsSplit(t *testing.T) {
 	rc.ledgerMu.Lock()
 	for i := range uint64(n) {
 		rc.steps = append(rc.steps,
-			ledgerStep{key: "k", SendStep: protocols.SendStep{Number: i, ID: fmt.Sprint(i, id)}, at: now},
-			ledgerStep{key: "k", SendStep: protocols.SendStep{Number: i, Done: true, OK: true}})
+			ledgerStep{key: "k", SendStep: delivery.SendStep{Number: i, ID: fmt.Sprint(i, id)}, at: now},
+			ledgerStep{key: "k", SendStep: delivery.SendStep{Number: i, Done: true, OK: true}})
 	}
 	rc.ledgerMu.Unlock()
 	rc.signal()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/plugins/proto"
-	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // mirror is the plugin's copy of the run's ledger for one opened client:
@@ -16,7 +16,7 @@ import (
 // Run stream asks the host to follow the key, and replays what the host
 // forwards: the senders stay on the host, the subscribers are here.
 type mirror struct {
-	ledger *protocols.Ledger
+	ledger *delivery.Ledger
 
 	mu     sync.Mutex
 	run    *run     // the client's Run stream, once it runs
@@ -25,7 +25,7 @@ type mirror struct {
 
 func newMirror() *mirror {
 	m := &mirror{}
-	m.ledger = protocols.NewMirrorLedger(m.follow)
+	m.ledger = delivery.NewMirrorLedger(m.follow)
 	return m
 }
 
@@ -96,7 +96,7 @@ func (r *run) replay(b *proto.CallBatch) {
 			p := r.mirror.ledger.BeginAt(ref.key, l.BeginId[begin], time.Unix(0, l.BeginUnixNano[begin]))
 			begin++
 			if r.sends == nil {
-				r.sends = make(map[sendRef]protocols.Pending)
+				r.sends = make(map[sendRef]delivery.Pending)
 			}
 			r.sends[ref] = p
 			continue

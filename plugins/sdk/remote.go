@@ -17,6 +17,7 @@ import (
 
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // ErrPlugin is the error kind of a call that a failed plugin could not
@@ -139,7 +140,7 @@ func (r *Remote) SDKVersion() string { return r.sdkVersion }
 
 // Open implements protocols.Protocol. The client it returns also
 // implements protocols.Failer. When ctx carries the run's ledger
-// (protocols.LedgerFrom), the client hands the plugin the sends of the
+// (delivery.LedgerFrom), the client hands the plugin the sends of the
 // delivery keys its subscribers watch.
 func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
 	b, err := encodeValue(target, r.targetType)
@@ -174,7 +175,7 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		pending:   make(map[uint64]*pendingCall),
 		wake:      make(chan struct{}, 1),
 		failed:    make(chan error, 1),
-		ledger:    protocols.LedgerFrom(ctx),
+		ledger:    delivery.LedgerFrom(ctx),
 	}
 	r.mu.Lock()
 	r.clients[c] = struct{}{}
@@ -263,7 +264,7 @@ type client struct {
 	// sender's VU holding the key's lock in the ledger. following is set
 	// at the first follow, so the sender of a client that follows nothing
 	// does not take ledgerMu.
-	ledger     *protocols.Ledger
+	ledger     *delivery.Ledger
 	following  atomic.Bool
 	ledgerMu   sync.Mutex
 	steps      []ledgerStep
@@ -284,7 +285,7 @@ const (
 // sender.
 type ledgerStep struct {
 	key string
-	protocols.SendStep
+	delivery.SendStep
 	at int64 // a Begin's wall-clock time, unix nanoseconds
 }
 
@@ -520,7 +521,7 @@ func (c *client) follow(keys []string) {
 			continue
 		}
 		c.following.Store(true)
-		stop := c.ledger.Follow(key, func(s protocols.SendStep) {
+		stop := c.ledger.Follow(key, func(s delivery.SendStep) {
 			step := ledgerStep{key: key, SendStep: s}
 			if !s.Done {
 				// Taken under the key's lock, so the times of a key's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // heartbeatEvery is how long the plugin's sender stays silent before it
@@ -100,7 +101,7 @@ func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenR
 	// Each client has a mirror of its own: the keys it watches are asked
 	// for on its Run stream.
 	m := newMirror()
-	client, err := s.impl.Open(protocols.WithLedger(ctx, m.ledger), target)
+	client, err := s.impl.Open(delivery.WithLedger(ctx, m.ledger), target)
 	if err != nil {
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
@@ -161,7 +162,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		// Calls carry the mirror too, as calls in-process carry the run's
 		// ledger. A value over Background: deriving a call's cancel from
 		// it registers nothing.
-		callBase: protocols.WithLedger(context.Background(), o.mirror.ledger),
+		callBase: delivery.WithLedger(context.Background(), o.mirror.ledger),
 		ctx:      ctx,
 		calls:    make(map[uint64]*callState),
 		requests: make(map[string]cty.Value),
@@ -203,7 +204,7 @@ type run struct {
 	ctx      context.Context
 	// sends are the host's sends replayed into the mirror, waiting for
 	// their Done; Run's goroutine only.
-	sends map[sendRef]protocols.Pending
+	sends map[sendRef]delivery.Pending
 
 	mu       sync.Mutex
 	calls    map[uint64]*callState      // in flight, by call id

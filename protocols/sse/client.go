@@ -17,12 +17,13 @@ import (
 	r3sse "github.com/r3labs/sse/v2"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // Client holds the streams of one SSE target.
 type Client struct {
 	cfg     *targetConfig
-	ledger  *protocols.Ledger // nil when the run has none
+	ledger  *delivery.Ledger // nil when the run has none
 	regexes regexCache
 	dialer  net.Dialer
 
@@ -39,7 +40,7 @@ var (
 	_ protocols.Gauger = (*Client)(nil)
 )
 
-func newClient(cfg *targetConfig, ledger *protocols.Ledger) *Client {
+func newClient(cfg *targetConfig, ledger *delivery.Ledger) *Client {
 	return &Client{cfg: cfg, ledger: ledger, dialer: net.Dialer{Timeout: cfg.timeout, KeepAlive: -1}, endings: map[<-chan struct{}]*streamSet{}}
 }
 
@@ -249,7 +250,7 @@ type run struct {
 	sc          *streamConfig
 	s           *stream
 	emit        func(protocols.Sample)
-	watch       *protocols.Watch
+	watch       *delivery.Watch
 	lastEventID string
 	delay       time.Duration // before a reconnection; the server's retry replaces it
 	events      int
@@ -452,9 +453,9 @@ func (r *run) deliver(data []byte, now time.Time) {
 			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol})
 		} else if r.watch != nil {
 			switch r.watch.Received(id) {
-			case protocols.ReceiptDuplicate:
+			case delivery.ReceiptDuplicate:
 				r.emit(protocols.Sample{Metric: MetricEventsDuplicate, Time: now})
-			case protocols.ReceiptLate:
+			case delivery.ReceiptLate:
 				r.emit(protocols.Sample{Metric: MetricEventsLate, Time: now})
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 	"github.com/hload/hload/protocols/http"
 	"github.com/hload/hload/protocols/protocoltest"
 	"github.com/hload/hload/protocols/sse"
@@ -52,7 +53,7 @@ func runOn(t *testing.T, src string, files map[string]string, path protocoltest.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sum, err := core.Run(protocols.WithLedger(ctx, protocols.NewLedger()), test, opts)
+	sum, err := core.Run(delivery.WithLedger(ctx, delivery.NewLedger()), test, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // a number of events, or until the scenario ends. While it holds the
 // stream it emits a sample per event, and with a delivery key it matches
 // the ids in the events against the ids the run's senders recorded in the
-// run's ledger (protocols.Ledger), to report delivery latency and the
+// run's ledger (delivery.Ledger), to report delivery latency and the
 // events the subscriber missed.
 //
 // The stream is read with r3labs/sse/v2's EventStreamReader over a
@@ -34,6 +34,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/delivery"
 )
 
 // Name is the protocol's name in a target's protocol attribute.
@@ -138,7 +139,7 @@ func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client
 	if err != nil {
 		return nil, err
 	}
-	return newClient(cfg, protocols.LedgerFrom(ctx)), nil
+	return newClient(cfg, delivery.LedgerFrom(ctx)), nil
 }
 
 // ValidateRequest checks a request's values at load; it returns the name

@@ -1,4 +1,4 @@
-package protocols
+package delivery
 
 import (
 	"context"
@@ -158,22 +158,15 @@ func TestLedgerConcurrent(t *testing.T) {
 	}
 }
 
-func TestLedgerAndEndingInContext(t *testing.T) {
+func TestLedgerInContext(t *testing.T) {
 	ctx := context.Background()
-	if LedgerFrom(ctx) != nil || Ending(ctx) != nil {
-		t.Fatal("empty context carries a ledger or an ending")
+	if LedgerFrom(ctx) != nil {
+		t.Fatal("empty context carries a ledger")
 	}
 	l := NewLedger()
-	ch := make(chan struct{})
-	ctx = WithEnding(WithLedger(ctx, l), ch)
+	ctx = WithLedger(ctx, l)
 	if LedgerFrom(ctx) != l {
 		t.Error("LedgerFrom did not return the ledger")
-	}
-	close(ch)
-	select {
-	case <-Ending(ctx):
-	default:
-		t.Error("Ending did not return the channel")
 	}
 }
 
