@@ -25,6 +25,10 @@ type Info struct {
 	// *hcldec.AttrSpec entries are allowed, because each attribute may be
 	// evaluated per iteration.
 	RequestSpec hcldec.ObjectSpec
+	// Metrics names the metrics this protocol's samples may carry besides
+	// MetricRequest, and the gauges its clients report. A threshold on a
+	// metric that no protocol of the test produces is rejected at load.
+	Metrics []string
 }
 
 // Protocol is implemented by every protocol.
@@ -81,7 +85,31 @@ const (
 	// ErrInterrupted marks a call cancelled by the end of the run, after the
 	// graceful stop ran out, or by an abort.
 	ErrInterrupted ErrorKind = "interrupted"
+	// ErrIdleClosed marks a request that went out on a keep-alive
+	// connection the server had already closed, and failed before any
+	// byte of a response: the server most likely never saw it. It is
+	// counted as a failed attempt of its own; a retry is a new attempt.
+	ErrIdleClosed ErrorKind = "idle_closed"
 )
+
+// TargetValidator is an optional ability of a Protocol: it checks a
+// target's values with the same decoder Open uses, so that validate, plan
+// and apply reject a bad target before any load is sent. attr names the
+// attribute at fault, as in Info.TargetSpec, or is "" for the block as a
+// whole.
+type TargetValidator interface {
+	ValidateTarget(target cty.Value) (attr string, err error)
+}
+
+// RequestValidator is an optional ability of a Protocol: it checks a
+// request's values with the same decoder its Client.Do uses. The core calls
+// it at load for a request's constant values (and the first iteration's
+// dynamic ones), so a mistake is reported with the attribute's place
+// before any load is sent. attr names the attribute at fault, as in
+// Info.RequestSpec.
+type RequestValidator interface {
+	ValidateRequest(request cty.Value) (attr string, err error)
+}
 
 // Sample is one measurement.
 type Sample struct {
@@ -97,6 +125,11 @@ type Sample struct {
 	// Body is the response body, set only on the request sample when
 	// Call.KeepBody is true, and valid only during emit.
 	Body []byte
+	// Message says why the call failed, in a few words the user can act
+	// on ("timeout \"fast\" is not a duration"); set only with Error, and
+	// optional. The core keeps the first messages of each kind for the
+	// summary.
+	Message string
 }
 
 // Registry maps protocol names to protocols. It is built explicitly by the
