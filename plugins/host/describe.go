@@ -15,6 +15,9 @@ type Description struct {
 	ProtocolVersion int               `json:"protocol_version"`
 	TargetSchema    []SchemaAttribute `json:"target_schema"`
 	RequestSchema   []SchemaAttribute `json:"request_schema"`
+	// Metrics are the metric names its samples may carry besides
+	// "request", and its gauges: what a threshold may name.
+	Metrics []string `json:"metrics"`
 }
 
 // SchemaAttribute is one attribute of a target or request schema.
@@ -37,6 +40,7 @@ func Describe(p *Plugin) Description {
 		ProtocolVersion: p.ProtocolVersion(),
 		TargetSchema:    SchemaAttributes(info.TargetSpec),
 		RequestSchema:   SchemaAttributes(info.RequestSpec),
+		Metrics:         append([]string{}, info.Metrics...),
 	}
 }
 

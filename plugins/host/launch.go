@@ -72,7 +72,11 @@ type Plugin struct {
 	killOnce sync.Once
 }
 
-var _ protocols.Protocol = (*Plugin)(nil)
+var (
+	_ protocols.Protocol         = (*Plugin)(nil)
+	_ protocols.TargetValidator  = (*Plugin)(nil)
+	_ protocols.RequestValidator = (*Plugin)(nil)
+)
 
 // Error is a plugin that could not be started or checked. It names the
 // plugin and carries its last stderr lines, which usually say why.
@@ -253,6 +257,18 @@ func (p *Plugin) Describe() protocols.Info {
 // protocols.Failer: a crash or hang of the plugin fails the run.
 func (p *Plugin) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
 	return p.remote.Open(ctx, target)
+}
+
+// ValidateTarget implements protocols.TargetValidator: the plugin checks
+// the target with its own validator, without opening it. A plugin that has
+// none accepts every target.
+func (p *Plugin) ValidateTarget(target cty.Value) (string, error) {
+	return p.remote.ValidateTarget(target)
+}
+
+// ValidateRequest implements protocols.RequestValidator, as ValidateTarget.
+func (p *Plugin) ValidateRequest(request cty.Value) (string, error) {
+	return p.remote.ValidateRequest(request)
 }
 
 // Kill stops the plugin process and waits for it to exit, so no process is

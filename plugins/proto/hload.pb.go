@@ -26,6 +26,52 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ValidateRequest_Kind int32
+
+const (
+	ValidateRequest_TARGET  ValidateRequest_Kind = 0
+	ValidateRequest_REQUEST ValidateRequest_Kind = 1
+)
+
+// Enum value maps for ValidateRequest_Kind.
+var (
+	ValidateRequest_Kind_name = map[int32]string{
+		0: "TARGET",
+		1: "REQUEST",
+	}
+	ValidateRequest_Kind_value = map[string]int32{
+		"TARGET":  0,
+		"REQUEST": 1,
+	}
+)
+
+func (x ValidateRequest_Kind) Enum() *ValidateRequest_Kind {
+	p := new(ValidateRequest_Kind)
+	*p = x
+	return p
+}
+
+func (x ValidateRequest_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ValidateRequest_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_hload_proto_enumTypes[0].Descriptor()
+}
+
+func (ValidateRequest_Kind) Type() protoreflect.EnumType {
+	return &file_hload_proto_enumTypes[0]
+}
+
+func (x ValidateRequest_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ValidateRequest_Kind.Descriptor instead.
+func (ValidateRequest_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{9, 0}
+}
+
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -130,8 +176,15 @@ type DescribeResponse struct {
 	SdkVersion    string                 `protobuf:"bytes,3,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	TargetSchema  []*Attribute           `protobuf:"bytes,4,rep,name=target_schema,json=targetSchema,proto3" json:"target_schema,omitempty"`
 	RequestSchema []*Attribute           `protobuf:"bytes,5,rep,name=request_schema,json=requestSchema,proto3" json:"request_schema,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The metric names the protocol's samples may carry besides "request",
+	// and its gauges (protocols.Info.Metrics).
+	Metrics []string `protobuf:"bytes,6,rep,name=metrics,proto3" json:"metrics,omitempty"`
+	// Whether Validate checks targets and requests: a plugin without a
+	// validator is not asked, and one built before these fields says false.
+	ValidatesTarget  bool `protobuf:"varint,7,opt,name=validates_target,json=validatesTarget,proto3" json:"validates_target,omitempty"`
+	ValidatesRequest bool `protobuf:"varint,8,opt,name=validates_request,json=validatesRequest,proto3" json:"validates_request,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -197,6 +250,27 @@ func (x *DescribeResponse) GetRequestSchema() []*Attribute {
 		return x.RequestSchema
 	}
 	return nil
+}
+
+func (x *DescribeResponse) GetMetrics() []string {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+func (x *DescribeResponse) GetValidatesTarget() bool {
+	if x != nil {
+		return x.ValidatesTarget
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetValidatesRequest() bool {
+	if x != nil {
+		return x.ValidatesRequest
+	}
+	return false
 }
 
 type OpenRequest struct {
@@ -549,7 +623,12 @@ type SampleBatch struct {
 	// Delivery keys the plugin's subscribers began to watch: the host
 	// forwards the steps of their sends from now on (CallBatch.ledger_keys).
 	// Each key is asked for once per stream.
-	Follow        []string `protobuf:"bytes,16,rep,name=follow,proto3" json:"follow,omitempty"`
+	Follow []string `protobuf:"bytes,16,rep,name=follow,proto3" json:"follow,omitempty"`
+	// The messages of failed samples (protocols.Sample.Message), which only
+	// some samples have: message_sample[i] is the index in the batch of the
+	// sample whose message is messages[i], as for bodies.
+	MessageSample []uint32 `protobuf:"varint,17,rep,packed,name=message_sample,json=messageSample,proto3" json:"message_sample,omitempty"`
+	Messages      []string `protobuf:"bytes,18,rep,name=messages,proto3" json:"messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -689,6 +768,20 @@ func (x *SampleBatch) GetFollow() []string {
 	return nil
 }
 
+func (x *SampleBatch) GetMessageSample() []uint32 {
+	if x != nil {
+		return x.MessageSample
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetMessages() []string {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 type Gauge struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -741,6 +834,119 @@ func (x *Gauge) GetValue() int64 {
 	return 0
 }
 
+type ValidateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          ValidateRequest_Kind   `protobuf:"varint,1,opt,name=kind,proto3,enum=hload.plugin.v1.ValidateRequest_Kind" json:"kind,omitempty"`
+	ValueMsgpack  []byte                 `protobuf:"bytes,2,opt,name=value_msgpack,json=valueMsgpack,proto3" json:"value_msgpack,omitempty"` // cty msgpack of the target or request schema's type
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateRequest) Reset() {
+	*x = ValidateRequest{}
+	mi := &file_hload_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateRequest) ProtoMessage() {}
+
+func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateRequest.ProtoReflect.Descriptor instead.
+func (*ValidateRequest) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ValidateRequest) GetKind() ValidateRequest_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return ValidateRequest_TARGET
+}
+
+func (x *ValidateRequest) GetValueMsgpack() []byte {
+	if x != nil {
+		return x.ValueMsgpack
+	}
+	return nil
+}
+
+type ValidateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the plugin has no validator of that kind: nothing was checked.
+	Checked       bool   `protobuf:"varint,1,opt,name=checked,proto3" json:"checked,omitempty"`
+	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`         // why the value is wrong; "" when it is fine
+	Attribute     string `protobuf:"bytes,3,opt,name=attribute,proto3" json:"attribute,omitempty"` // the attribute at fault, or "" for the whole block
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateResponse) Reset() {
+	*x = ValidateResponse{}
+	mi := &file_hload_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateResponse) ProtoMessage() {}
+
+func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
+func (*ValidateResponse) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ValidateResponse) GetChecked() bool {
+	if x != nil {
+		return x.Checked
+	}
+	return false
+}
+
+func (x *ValidateResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ValidateResponse) GetAttribute() string {
+	if x != nil {
+		return x.Attribute
+	}
+	return ""
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -750,7 +956,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +968,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +981,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{9}
+	return file_hload_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -794,7 +1000,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +1012,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +1025,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{10}
+	return file_hload_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -838,14 +1044,17 @@ const file_hload_proto_rawDesc = "" +
 	"\tAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttype_json\x18\x02 \x01(\fR\btypeJson\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xe5\x01\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xd7\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
 	"\vsdk_version\x18\x03 \x01(\tR\n" +
 	"sdkVersion\x12?\n" +
 	"\rtarget_schema\x18\x04 \x03(\v2\x1a.hload.plugin.v1.AttributeR\ftargetSchema\x12A\n" +
-	"\x0erequest_schema\x18\x05 \x03(\v2\x1a.hload.plugin.v1.AttributeR\rrequestSchema\"4\n" +
+	"\x0erequest_schema\x18\x05 \x03(\v2\x1a.hload.plugin.v1.AttributeR\rrequestSchema\x12\x18\n" +
+	"\ametrics\x18\x06 \x03(\tR\ametrics\x12)\n" +
+	"\x10validates_target\x18\a \x01(\bR\x0fvalidatesTarget\x12+\n" +
+	"\x11validates_request\x18\b \x01(\bR\x10validatesRequest\"4\n" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
@@ -870,7 +1079,7 @@ const file_hload_proto_rawDesc = "" +
 	"\x06number\x18\x03 \x03(\x04R\x06number\x12\x12\n" +
 	"\x04kind\x18\x04 \x03(\rR\x04kind\x12\x19\n" +
 	"\bbegin_id\x18\x05 \x03(\fR\abeginId\x12&\n" +
-	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\xc8\x03\n" +
+	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\x8b\x04\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
@@ -890,19 +1099,33 @@ const file_hload_proto_rawDesc = "" +
 	"\vbody_sample\x18\x0e \x03(\rR\n" +
 	"bodySample\x12\x16\n" +
 	"\x06bodies\x18\x0f \x03(\fR\x06bodies\x12\x16\n" +
-	"\x06follow\x18\x10 \x03(\tR\x06followJ\x04\b\x01\x10\x02\"1\n" +
+	"\x06follow\x18\x10 \x03(\tR\x06follow\x12%\n" +
+	"\x0emessage_sample\x18\x11 \x03(\rR\rmessageSample\x12\x1a\n" +
+	"\bmessages\x18\x12 \x03(\tR\bmessagesJ\x04\b\x01\x10\x02\"1\n" +
 	"\x05Gauge\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value\"+\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value\"\x92\x01\n" +
+	"\x0fValidateRequest\x129\n" +
+	"\x04kind\x18\x01 \x01(\x0e2%.hload.plugin.v1.ValidateRequest.KindR\x04kind\x12#\n" +
+	"\rvalue_msgpack\x18\x02 \x01(\fR\fvalueMsgpack\"\x1f\n" +
+	"\x04Kind\x12\n" +
+	"\n" +
+	"\x06TARGET\x10\x00\x12\v\n" +
+	"\aREQUEST\x10\x01\"`\n" +
+	"\x10ValidateResponse\x12\x18\n" +
+	"\achecked\x18\x01 \x01(\bR\achecked\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1c\n" +
+	"\tattribute\x18\x03 \x01(\tR\tattribute\"+\n" +
 	"\fCloseRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"%\n" +
 	"\rCloseResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error2\xb3\x02\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error2\x84\x03\n" +
 	"\bProtocol\x12O\n" +
 	"\bDescribe\x12 .hload.plugin.v1.DescribeRequest\x1a!.hload.plugin.v1.DescribeResponse\x12C\n" +
 	"\x04Open\x12\x1c.hload.plugin.v1.OpenRequest\x1a\x1d.hload.plugin.v1.OpenResponse\x12C\n" +
 	"\x03Run\x12\x1a.hload.plugin.v1.CallBatch\x1a\x1c.hload.plugin.v1.SampleBatch(\x010\x01\x12L\n" +
-	"\vCloseClient\x12\x1d.hload.plugin.v1.CloseRequest\x1a\x1e.hload.plugin.v1.CloseResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
+	"\vCloseClient\x12\x1d.hload.plugin.v1.CloseRequest\x1a\x1e.hload.plugin.v1.CloseResponse\x12O\n" +
+	"\bValidate\x12 .hload.plugin.v1.ValidateRequest\x1a!.hload.plugin.v1.ValidateResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
 
 var (
 	file_hload_proto_rawDescOnce sync.Once
@@ -916,38 +1139,45 @@ func file_hload_proto_rawDescGZIP() []byte {
 	return file_hload_proto_rawDescData
 }
 
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_hload_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_hload_proto_goTypes = []any{
-	(*DescribeRequest)(nil),  // 0: hload.plugin.v1.DescribeRequest
-	(*Attribute)(nil),        // 1: hload.plugin.v1.Attribute
-	(*DescribeResponse)(nil), // 2: hload.plugin.v1.DescribeResponse
-	(*OpenRequest)(nil),      // 3: hload.plugin.v1.OpenRequest
-	(*OpenResponse)(nil),     // 4: hload.plugin.v1.OpenResponse
-	(*CallBatch)(nil),        // 5: hload.plugin.v1.CallBatch
-	(*LedgerSteps)(nil),      // 6: hload.plugin.v1.LedgerSteps
-	(*SampleBatch)(nil),      // 7: hload.plugin.v1.SampleBatch
-	(*Gauge)(nil),            // 8: hload.plugin.v1.Gauge
-	(*CloseRequest)(nil),     // 9: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),    // 10: hload.plugin.v1.CloseResponse
+	(ValidateRequest_Kind)(0), // 0: hload.plugin.v1.ValidateRequest.Kind
+	(*DescribeRequest)(nil),   // 1: hload.plugin.v1.DescribeRequest
+	(*Attribute)(nil),         // 2: hload.plugin.v1.Attribute
+	(*DescribeResponse)(nil),  // 3: hload.plugin.v1.DescribeResponse
+	(*OpenRequest)(nil),       // 4: hload.plugin.v1.OpenRequest
+	(*OpenResponse)(nil),      // 5: hload.plugin.v1.OpenResponse
+	(*CallBatch)(nil),         // 6: hload.plugin.v1.CallBatch
+	(*LedgerSteps)(nil),       // 7: hload.plugin.v1.LedgerSteps
+	(*SampleBatch)(nil),       // 8: hload.plugin.v1.SampleBatch
+	(*Gauge)(nil),             // 9: hload.plugin.v1.Gauge
+	(*ValidateRequest)(nil),   // 10: hload.plugin.v1.ValidateRequest
+	(*ValidateResponse)(nil),  // 11: hload.plugin.v1.ValidateResponse
+	(*CloseRequest)(nil),      // 12: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),     // 13: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
-	1,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
-	1,  // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
-	6,  // 2: hload.plugin.v1.CallBatch.ledger:type_name -> hload.plugin.v1.LedgerSteps
-	8,  // 3: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
-	0,  // 4: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
-	3,  // 5: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
-	5,  // 6: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	9,  // 7: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
-	2,  // 8: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	4,  // 9: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	7,  // 10: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	10, // 11: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	2,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
+	2,  // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
+	7,  // 2: hload.plugin.v1.CallBatch.ledger:type_name -> hload.plugin.v1.LedgerSteps
+	9,  // 3: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
+	0,  // 4: hload.plugin.v1.ValidateRequest.kind:type_name -> hload.plugin.v1.ValidateRequest.Kind
+	1,  // 5: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
+	4,  // 6: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
+	6,  // 7: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
+	12, // 8: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	10, // 9: hload.plugin.v1.Protocol.Validate:input_type -> hload.plugin.v1.ValidateRequest
+	3,  // 10: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	5,  // 11: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	8,  // 12: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	13, // 13: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	11, // 14: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_hload_proto_init() }
@@ -960,13 +1190,14 @@ func file_hload_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   11,
+			NumEnums:      1,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_hload_proto_goTypes,
 		DependencyIndexes: file_hload_proto_depIdxs,
+		EnumInfos:         file_hload_proto_enumTypes,
 		MessageInfos:      file_hload_proto_msgTypes,
 	}.Build()
 	File_hload_proto = out.File

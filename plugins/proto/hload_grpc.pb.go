@@ -28,6 +28,7 @@ const (
 	Protocol_Open_FullMethodName        = "/hload.plugin.v1.Protocol/Open"
 	Protocol_Run_FullMethodName         = "/hload.plugin.v1.Protocol/Run"
 	Protocol_CloseClient_FullMethodName = "/hload.plugin.v1.Protocol/CloseClient"
+	Protocol_Validate_FullMethodName    = "/hload.plugin.v1.Protocol/Validate"
 )
 
 // ProtocolClient is the client API for Protocol service.
@@ -43,6 +44,12 @@ type ProtocolClient interface {
 	Run(ctx context.Context, opts ...grpc.CallOption) (Protocol_RunClient, error)
 	// Close closes an opened client.
 	CloseClient(ctx context.Context, in *CloseRequest, opts ...grpc.CallOption) (*CloseResponse, error)
+	// Validate checks a target's or a request's values with the plugin's own
+	// decoder (protocols.TargetValidator, protocols.RequestValidator),
+	// without opening anything, so that a mistake is reported at load. A
+	// plugin built before it answers Unimplemented, which the host takes as
+	// "no validator".
+	Validate(ctx context.Context, in *ValidateRequest, opts ...grpc.CallOption) (*ValidateResponse, error)
 }
 
 type protocolClient struct {
@@ -111,6 +118,15 @@ func (c *protocolClient) CloseClient(ctx context.Context, in *CloseRequest, opts
 	return out, nil
 }
 
+func (c *protocolClient) Validate(ctx context.Context, in *ValidateRequest, opts ...grpc.CallOption) (*ValidateResponse, error) {
+	out := new(ValidateResponse)
+	err := c.cc.Invoke(ctx, Protocol_Validate_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProtocolServer is the server API for Protocol service.
 // All implementations must embed UnimplementedProtocolServer
 // for forward compatibility
@@ -124,6 +140,12 @@ type ProtocolServer interface {
 	Run(Protocol_RunServer) error
 	// Close closes an opened client.
 	CloseClient(context.Context, *CloseRequest) (*CloseResponse, error)
+	// Validate checks a target's or a request's values with the plugin's own
+	// decoder (protocols.TargetValidator, protocols.RequestValidator),
+	// without opening anything, so that a mistake is reported at load. A
+	// plugin built before it answers Unimplemented, which the host takes as
+	// "no validator".
+	Validate(context.Context, *ValidateRequest) (*ValidateResponse, error)
 	mustEmbedUnimplementedProtocolServer()
 }
 
@@ -142,6 +164,9 @@ func (UnimplementedProtocolServer) Run(Protocol_RunServer) error {
 }
 func (UnimplementedProtocolServer) CloseClient(context.Context, *CloseRequest) (*CloseResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CloseClient not implemented")
+}
+func (UnimplementedProtocolServer) Validate(context.Context, *ValidateRequest) (*ValidateResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Validate not implemented")
 }
 func (UnimplementedProtocolServer) mustEmbedUnimplementedProtocolServer() {}
 
@@ -236,6 +261,24 @@ func _Protocol_CloseClient_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Protocol_Validate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ValidateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProtocolServer).Validate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Protocol_Validate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProtocolServer).Validate(ctx, req.(*ValidateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Protocol_ServiceDesc is the grpc.ServiceDesc for Protocol service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -254,6 +297,10 @@ var Protocol_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CloseClient",
 			Handler:    _Protocol_CloseClient_Handler,
+		},
+		{
+			MethodName: "Validate",
+			Handler:    _Protocol_Validate_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -37,9 +37,15 @@ func NewHarness(impl protocols.Protocol) (*Harness, error) {
 }
 
 func newHarness(impl protocols.Protocol, opts RemoteOptions) (*Harness, error) {
+	return newHarnessOpts(impl, opts)
+}
+
+// newHarnessOpts is newHarness with the gRPC server's options, for tests
+// that play an older or broken plugin.
+func newHarnessOpts(impl protocols.Protocol, opts RemoteOptions, serverOpts ...grpc.ServerOption) (*Harness, error) {
 	lis := bufconn.Listen(harnessBuffer)
 	srv := newServer(impl)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(serverOpts...)
 	proto.RegisterProtocolServer(gs, srv)
 	go gs.Serve(lis)
 

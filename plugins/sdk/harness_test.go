@@ -183,6 +183,13 @@ func TestHarnessBatchedCallsKeepTheirSamples(t *testing.T) {
 		}
 		if vu%5 == 0 {
 			s.Error = protocols.ErrTimeout
+			if vu%10 == 0 {
+				// Only some failed samples have a message, so a call's
+				// message must not slide onto a neighbour's sample.
+				s.Message = fmt.Sprint("vu ", vu, " timed out")
+			}
+		} else if vu%7 == 0 {
+			s.Message = "not a failure" // dropped: a message goes with an error only
 		}
 		emit(s)
 	})
@@ -204,15 +211,19 @@ func TestHarnessBatchedCallsKeepTheirSamples(t *testing.T) {
 					return
 				}
 				last := got[len(got)-1]
-				var wantBody, wantErr string
+				var wantBody, wantErr, wantMessage string
 				if vu%4 == 0 {
 					wantBody = fmt.Sprint("body ", vu)
 				}
 				if vu%5 == 0 {
 					wantErr = string(protocols.ErrTimeout)
 				}
+				if vu%10 == 0 {
+					wantMessage = fmt.Sprint("vu ", vu, " timed out")
+				}
 				if last.Metric != protocols.MetricRequest || last.Value != time.Duration(vu) || last.Status != int(vu) ||
-					last.Time.UnixNano() != int64(vu) || string(last.Body) != wantBody || string(last.Error) != wantErr {
+					last.Time.UnixNano() != int64(vu) || string(last.Body) != wantBody || string(last.Error) != wantErr ||
+					last.Message != wantMessage {
 					errs <- fmt.Sprintf("vu %d: got %+v", vu, last)
 					return
 				}

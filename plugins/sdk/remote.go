@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
@@ -35,6 +37,10 @@ const cancelGrace = 2 * time.Second
 // closeTimeout bounds the CloseClient RPC, so closing a hung plugin's
 // client cannot block the end of a run.
 const closeTimeout = 5 * time.Second
+
+// validateTimeout bounds a Validate RPC: the validator decodes values and
+// reaches nothing, so a plugin that takes longer is hung.
+const validateTimeout = 10 * time.Second
 
 // RemoteOptions tune the host's end of the wire.
 type RemoteOptions struct {
@@ -88,12 +94,19 @@ type Remote struct {
 	targetType  cty.Type
 	requestType cty.Type
 	cancelGrace time.Duration // cancelGrace, shortened by tests
+	// Whether the plugin described validators; a plugin built before
+	// Validate existed says neither.
+	validatesTarget, validatesRequest bool
 
 	mu      sync.Mutex
 	clients map[*client]struct{} // open, so a Harness can close them
 }
 
-var _ protocols.Protocol = (*Remote)(nil)
+var (
+	_ protocols.Protocol         = (*Remote)(nil)
+	_ protocols.TargetValidator  = (*Remote)(nil)
+	_ protocols.RequestValidator = (*Remote)(nil)
+)
 
 // NewRemote describes the plugin behind c and returns its protocol.
 func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) (*Remote, error) {
@@ -124,12 +137,57 @@ func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) 
 			Version:     d.Version,
 			TargetSpec:  target,
 			RequestSpec: request,
+			Metrics:     d.Metrics,
 		},
-		targetType:  hcldec.ImpliedType(target),
-		requestType: hcldec.ImpliedType(request),
-		cancelGrace: cancelGrace,
-		clients:     make(map[*client]struct{}),
+		targetType:       hcldec.ImpliedType(target),
+		requestType:      hcldec.ImpliedType(request),
+		cancelGrace:      cancelGrace,
+		validatesTarget:  d.ValidatesTarget,
+		validatesRequest: d.ValidatesRequest,
+		clients:          make(map[*client]struct{}),
 	}, nil
+}
+
+// ValidateTarget implements protocols.TargetValidator by asking the
+// plugin, which checks the target with its own validator without opening
+// it: nothing is dialled, so the target need not be reachable. A plugin
+// without a target validator is not asked and accepts every target.
+func (r *Remote) ValidateTarget(target cty.Value) (string, error) {
+	if !r.validatesTarget {
+		return "", nil
+	}
+	return r.validate(proto.ValidateRequest_TARGET, target, r.targetType)
+}
+
+// ValidateRequest implements protocols.RequestValidator by asking the
+// plugin, as ValidateTarget does.
+func (r *Remote) ValidateRequest(request cty.Value) (string, error) {
+	if !r.validatesRequest {
+		return "", nil
+	}
+	return r.validate(proto.ValidateRequest_REQUEST, nullIfNil(request, r.requestType), r.requestType)
+}
+
+func (r *Remote) validate(kind proto.ValidateRequest_Kind, val cty.Value, ty cty.Type) (string, error) {
+	what := strings.ToLower(kind.String())
+	b, err := encodeValue(val, ty)
+	if err != nil {
+		return "", fmt.Errorf("plugin %q: encoding the %s: %w", r.opts.Name, what, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), validateTimeout)
+	defer cancel()
+	resp, err := r.c.Validate(ctx, &proto.ValidateRequest{Kind: kind, ValueMsgpack: b})
+	if status.Code(err) == codes.Unimplemented {
+		// A plugin built before Validate existed: it has no validator.
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("plugin %q: validating the %s: %w", r.opts.Name, what, err)
+	}
+	if resp.Error == "" {
+		return "", nil
+	}
+	return resp.Attribute, errors.New(resp.Error)
 }
 
 // Describe implements protocols.Protocol.
@@ -767,7 +825,8 @@ func (c *client) receive() {
 			}
 		}
 		touched := c.touched[:0]
-		body := 0 // the next of b.BodySample
+		body := 0    // the next of b.BodySample
+		message := 0 // the next of b.MessageSample
 		for i, id := range b.CallId {
 			p := c.pending[id]
 			if p == nil {
@@ -795,6 +854,12 @@ func (c *client) receive() {
 			}
 			if body < len(b.BodySample) && int(b.BodySample[body]) == i {
 				sample.Body = b.Bodies[body]
+			}
+			for message < len(b.MessageSample) && int(b.MessageSample[message]) < i {
+				message++
+			}
+			if message < len(b.MessageSample) && int(b.MessageSample[message]) == i && sample.Error != protocols.ErrNone {
+				sample.Message = b.Messages[message]
 			}
 			p.samples = append(p.samples, sample)
 		}
@@ -839,6 +904,14 @@ func checkSampleBatch(b *proto.SampleBatch) error {
 	for i, s := range b.BodySample {
 		if int(s) >= n || (i > 0 && s <= b.BodySample[i-1]) {
 			return fmt.Errorf("body sample %d is out of order or range", s)
+		}
+	}
+	if len(b.MessageSample) != len(b.Messages) {
+		return fmt.Errorf("%d messages for %d message samples", len(b.Messages), len(b.MessageSample))
+	}
+	for i, s := range b.MessageSample {
+		if int(s) >= n || (i > 0 && s <= b.MessageSample[i-1]) {
+			return fmt.Errorf("message sample %d is out of order or range", s)
 		}
 	}
 	return nil

@@ -76,12 +76,17 @@ func newServer(impl protocols.Protocol) *server {
 		s.describeErr = fmt.Errorf("request schema: %w", err)
 		return s
 	}
+	_, validatesTarget := impl.(protocols.TargetValidator)
+	_, validatesRequest := impl.(protocols.RequestValidator)
 	s.describe = &proto.DescribeResponse{
-		Name:          info.Name,
-		Version:       info.Version,
-		SdkVersion:    Version,
-		TargetSchema:  target,
-		RequestSchema: request,
+		Name:             info.Name,
+		Version:          info.Version,
+		SdkVersion:       Version,
+		TargetSchema:     target,
+		RequestSchema:    request,
+		Metrics:          info.Metrics,
+		ValidatesTarget:  validatesTarget,
+		ValidatesRequest: validatesRequest,
 	}
 	return s
 }
@@ -91,6 +96,48 @@ func (s *server) Describe(context.Context, *proto.DescribeRequest) (*proto.Descr
 		return nil, status.Error(codes.FailedPrecondition, s.describeErr.Error())
 	}
 	return s.describe, nil
+}
+
+// Validate checks a target or a request with the protocol's validator,
+// when it has one. A validator that panics is the author's bug; it is
+// reported as the value's error rather than taking the plugin down.
+func (s *server) Validate(_ context.Context, req *proto.ValidateRequest) (resp *proto.ValidateResponse, err error) {
+	ty := s.targetType
+	if req.Kind == proto.ValidateRequest_REQUEST {
+		ty = s.requestType
+	}
+	val, err := decodeValue(req.ValueMsgpack, ty)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "decoding the value: %v", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(os.Stderr, "hload plugin: Validate panicked: %v\n%s", p, debug.Stack())
+			resp, err = &proto.ValidateResponse{Checked: true, Error: fmt.Sprintf("the plugin's validator panicked: %v", p)}, nil
+		}
+	}()
+	var attr string
+	switch req.Kind {
+	case proto.ValidateRequest_TARGET:
+		v, ok := s.impl.(protocols.TargetValidator)
+		if !ok {
+			return &proto.ValidateResponse{}, nil
+		}
+		attr, err = v.ValidateTarget(val)
+	case proto.ValidateRequest_REQUEST:
+		v, ok := s.impl.(protocols.RequestValidator)
+		if !ok {
+			return &proto.ValidateResponse{}, nil
+		}
+		attr, err = v.ValidateRequest(val)
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "unknown kind %d", req.Kind)
+	}
+	resp = &proto.ValidateResponse{Checked: true}
+	if err != nil {
+		resp.Error, resp.Attribute = err.Error(), attr
+	}
+	return resp, nil
 }
 
 func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenResponse, error) {
@@ -589,7 +636,7 @@ func (r *run) send() {
 			w.reset()
 			size := 0
 			for next < len(samples) && size < maxBatchBytes {
-				size += sampleBytes + len(samples[next].Body)
+				size += sampleBytes + len(samples[next].Body) + len(samples[next].Message)
 				w.add(&samples[next])
 				next++
 			}
@@ -658,6 +705,9 @@ func (w *sampleColumns) reset() {
 	b.Names, b.BodySample = b.Names[:0], b.BodySample[:0]
 	clear(b.Bodies)
 	b.Bodies = b.Bodies[:0]
+	b.MessageSample = b.MessageSample[:0]
+	clear(b.Messages)
+	b.Messages = b.Messages[:0]
 }
 
 func (w *sampleColumns) add(s *wireSample) {
@@ -677,6 +727,12 @@ func (w *sampleColumns) add(s *wireSample) {
 	if s.Body != nil {
 		b.BodySample = append(b.BodySample, uint32(len(b.CallId)-1))
 		b.Bodies = append(b.Bodies, s.Body)
+	}
+	if s.Message != "" && s.Error != protocols.ErrNone {
+		// A message says why a call failed, so one without an error is dropped, as the
+		// contract has it.
+		b.MessageSample = append(b.MessageSample, uint32(len(b.CallId)-1))
+		b.Messages = append(b.Messages, s.Message)
 	}
 }
 
