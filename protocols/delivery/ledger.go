@@ -21,7 +21,9 @@ import (
 // and Done after it, because only a send that succeeded is expected to be
 // delivered. Ids are kept as 64-bit hashes, never as strings, and a key
 // keeps only the sends that a watching subscriber has not settled yet, so
-// memory follows the subscribers' backlog, not the run's length.
+// memory follows the subscribers' backlog, not the run's length. Each
+// watch also remembers the ids it counted missed (up to a bound, see
+// missedSet), so that one arriving later is late however late it comes.
 //
 // A subscriber in another process (an isolated protocol) watches a mirror
 // of the run's ledger (NewMirrorLedger). The mirror asks for the keys its
@@ -180,6 +182,23 @@ func (l *Ledger) Follow(key string, f func(SendStep)) (stop func()) {
 	}
 }
 
+// Followed reports whether key's sends are followed (Follow). On the run's
+// ledger, a mirror follows a key once a subscriber in another process
+// watches it; from then on, that subscriber expects each send begun. A
+// test waits for it before sending what an isolated subscriber must
+// count.
+func (l *Ledger) Followed(key string) bool {
+	l.mu.Lock()
+	k := l.keys[key]
+	l.mu.Unlock()
+	if k == nil {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.followers) > 0
+}
+
 // NewMirrorLedger returns a ledger that mirrors the run's ledger in another
 // process, for the subscribers there. The first time a key is watched, it
 // calls follow(key), which should have the run's ledger's sends of that
@@ -306,6 +325,59 @@ type Watch struct {
 	early      map[uint64]int64
 	earlyOrder []earlyReceipt
 	scanned    uint64
+
+	// missed remembers the ids this watch counted missed, so that one
+	// arriving later is late however late it comes: the key drops a send
+	// once every watch has settled it, so the key cannot tell. Under k.mu.
+	missed missedSet
+}
+
+// missedSet is the hashes of the ids a watch counted missed, each with
+// whether it has arrived since (late). It is exact, in two generations of
+// at most missedGeneration hashes: when the current one is full, the
+// previous one is dropped, so a watch remembers at least its latest
+// missedGeneration misses and at most twice that.
+//
+// Exact rather than a probabilistic filter: a watch pays for it only when
+// it misses events, a 64-bit hash collides with another id of the key
+// with odds of about n/2^64, and a filter's false positives would turn
+// ids nobody sent, and duplicates, into late events. Per watch rather
+// than per key: one subscriber's miss is another's duplicate.
+type missedSet struct {
+	cur, prev map[uint64]bool
+}
+
+// missedGeneration bounds a missedSet: two generations of 16,384 hashes
+// hold up to 32,768 misses in about 1.2 MB (BenchmarkMissedSetMemory),
+// and a watch that misses nothing holds none.
+const missedGeneration = 1 << 14
+
+// add remembers that the id of hash h was counted missed.
+func (s *missedSet) add(h uint64) {
+	if len(s.cur) >= missedGeneration {
+		s.prev, s.cur = s.cur, nil
+	}
+	if s.cur == nil {
+		s.cur = make(map[uint64]bool)
+	}
+	delete(s.prev, h) // counted missed again: it lives in cur from now on
+	s.cur[h] = false
+}
+
+// receive says what the id of hash h is if it was counted missed: late the
+// first time it arrives, a duplicate after that. ok is false for an id not
+// counted missed, or forgotten.
+func (s *missedSet) receive(h uint64) (r Receipt, ok bool) {
+	for _, m := range [2]map[uint64]bool{s.cur, s.prev} {
+		if late, found := m[h]; found {
+			if late {
+				return ReceiptDuplicate, true
+			}
+			m[h] = true
+			return ReceiptLate, true
+		}
+	}
+	return ReceiptUnknown, false
 }
 
 // earlyReceipt is an id received before its send was known, in a mirror.
@@ -358,7 +430,7 @@ const (
 	ReceiptUnknown   Receipt = iota // not an id sent for the key since the watch began
 	ReceiptFirst                    // expected, and received for the first time
 	ReceiptDuplicate                // received before
-	ReceiptLate                     // received after it was already counted as missed
+	ReceiptLate                     // received after this watch counted it missed, however long after
 	// ReceiptEarly comes from a mirror only (NewMirrorLedger): the id is
 	// not known yet, as its send may not have been replayed yet. It
 	// counts as received if its send arrives soon; otherwise it was
@@ -374,23 +446,30 @@ func (w *Watch) Received(id []byte) Receipt {
 	defer k.mu.Unlock()
 	w.matchEarly()
 	seq, ok := k.byHash[h]
+	if ok && seq >= w.first && seq >= w.cursor {
+		if !w.mark(seq) {
+			return ReceiptDuplicate
+		}
+		return ReceiptFirst
+	}
+	// Not awaited: counted missed before (late), or settled as received
+	// (a duplicate), or its call failed, or it was never sent for the key
+	// while this watch was on.
+	if r, missed := w.missed.receive(h); missed {
+		return r
+	}
 	switch {
-	case !ok || seq < w.first:
-		if w.l.follow != nil {
-			return w.remember(h)
-		}
-		return ReceiptUnknown
-	case seq < w.cursor:
-		// Settled already: it was counted missed unless its send failed.
+	case ok && seq >= w.first:
+		// Settled and not counted missed: received, unless its send
+		// failed. (A trimmed send has left byHash: ok is false.)
 		if seq >= k.base && k.entries[seq-k.base].state == sendConfirmed {
-			return ReceiptLate
+			return ReceiptDuplicate
 		}
 		return ReceiptUnknown
+	case w.l.follow != nil:
+		return w.remember(h)
 	}
-	if !w.mark(seq) {
-		return ReceiptDuplicate
-	}
-	return ReceiptFirst
+	return ReceiptUnknown
 }
 
 // mark sets the received bit of send seq, at or after the cursor, and
@@ -508,6 +587,7 @@ func (w *Watch) Close(end time.Time, grace time.Duration) (missed int) {
 	k.mu.Unlock()
 	w.k = nil
 	w.early, w.earlyOrder = nil, nil
+	w.missed = missedSet{}
 	return missed
 }
 
@@ -538,6 +618,9 @@ func (w *Watch) settle(cutoff int64, closing bool) (missed int) {
 		}
 		if e.state == sendConfirmed && !w.has(seq) {
 			missed++
+			if !closing {
+				w.missed.add(e.hash)
+			}
 		}
 	}
 	w.cursor = seq

@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -399,4 +400,99 @@ func TestMirrorWatchIgnoresSendsBegunBefore(t *testing.T) {
 	if got := older.Close(end, 0); got != 0 {
 		t.Errorf("older watch missed %d, want 0", got)
 	}
+}
+
+// TestLedgerLateHoweverLate: an id counted missed is late when it arrives,
+// even after so many later sends that the key has dropped its send; a
+// second copy is a duplicate; an id received in time and again after its
+// settle is a duplicate, not late.
+func TestLedgerLateHoweverLate(t *testing.T) {
+	l := NewLedger()
+	w := l.Watch("k")
+	send(l, "k", "held", true)
+	send(l, "k", "on-time", true)
+	w.Received([]byte("on-time"))
+	if got := w.Settle(time.Now().Add(time.Hour), 0); got != 1 {
+		t.Fatalf("Settle = %d missed, want 1 (held)", got)
+	}
+	const later = 1000
+	for i := range later {
+		id := fmt.Sprint("e", i)
+		send(l, "k", id, true)
+		w.Received([]byte(id))
+		if i%100 == 99 {
+			w.Settle(time.Now().Add(time.Hour), 0)
+		}
+	}
+	k := l.key("k")
+	k.mu.Lock()
+	_, kept := k.byHash[l.hash([]byte("held"))]
+	k.mu.Unlock()
+	if kept {
+		t.Fatalf("the key still holds the send of held after %d more: the test does not reach the trimmed case", later)
+	}
+	for _, c := range []struct {
+		id   string
+		want Receipt
+	}{{"held", ReceiptLate}, {"held", ReceiptDuplicate}, {"on-time", ReceiptUnknown}, {"e999", ReceiptDuplicate}, {"never", ReceiptUnknown}} {
+		if got := w.Received([]byte(c.id)); got != c.want {
+			t.Errorf("Received(%s) after %d later sends = %d, want %d", c.id, later, got, c.want)
+		}
+	}
+	if got := w.Close(time.Now().Add(time.Hour), 0); got != 0 {
+		t.Errorf("Close = %d missed, want 0", got)
+	}
+}
+
+// TestLedgerMissedIDsAreBounded: a watch remembers at most two generations
+// of missed ids, the latest: the latest missedGeneration are still late,
+// the oldest are forgotten.
+func TestLedgerMissedIDsAreBounded(t *testing.T) {
+	l := NewLedger()
+	w := l.Watch("k")
+	const n = 3*missedGeneration + 7
+	for i := range n {
+		send(l, "k", fmt.Sprint(i), true)
+		if i%1000 == 999 {
+			w.Settle(time.Now().Add(time.Hour), 0)
+		}
+	}
+	if got := w.Settle(time.Now().Add(time.Hour), 0); got != n%1000 {
+		t.Fatalf("last Settle = %d, want %d", got, n%1000)
+	}
+	if kept := len(w.missed.cur) + len(w.missed.prev); kept > 2*missedGeneration || kept < missedGeneration {
+		t.Errorf("the watch keeps %d missed ids of %d, want %d to %d", kept, n, missedGeneration, 2*missedGeneration)
+	}
+	if got := w.Received([]byte("0")); got != ReceiptUnknown {
+		t.Errorf("Received(the oldest miss) = %d, want unknown: forgotten", got)
+	}
+	for i := n - missedGeneration; i < n; i += 997 {
+		if got := w.Received(fmt.Append(nil, i)); got != ReceiptLate {
+			t.Fatalf("Received(%d), one of the latest %d misses, = %d, want late", i, missedGeneration, got)
+		}
+	}
+	w.Close(time.Now(), 0)
+	if w.missed.cur != nil || w.missed.prev != nil {
+		t.Error("a closed watch keeps its missed ids")
+	}
+}
+
+// BenchmarkMissedSetMemory reports the heap a full missedSet holds (two
+// generations), in bytes per missed id, for docs/sse.md:
+//
+//	go test -run '^$' -bench MissedSetMemory ./protocols/delivery
+func BenchmarkMissedSetMemory(b *testing.B) {
+	var before, after runtime.MemStats
+	sets := make([]missedSet, b.N)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for n := range sets {
+		for i := range uint64(2 * missedGeneration) {
+			sets[n].add(i*0x9e3779b97f4a7c15 + uint64(n))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N*2*missedGeneration), "B/id")
+	runtime.KeepAlive(sets)
 }
