@@ -9,9 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,35 +37,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-var (
-	sdkOnce    sync.Once
-	sdkMissing string
-)
-
-// requireSDK skips a test that starts a plugin while plugins/sdk is still
-// a skeleton whose functions panic "not implemented".
-func requireSDK(t *testing.T) {
-	t.Helper()
-	sdkOnce.Do(func() {
-		defer func() {
-			if r := recover(); r != nil {
-				sdkMissing = fmt.Sprint(r)
-			}
-		}()
-		p, err := Launch(context.Background(), LaunchSpec{Name: "probe", Path: fakeBin})
-		if err != nil {
-			if strings.Contains(err.Error(), "not implemented") {
-				sdkMissing = err.Error()
-			}
-			return
-		}
-		p.Kill()
-	})
-	if sdkMissing != "" {
-		t.Skipf("plugins/sdk is not implemented yet: %s", sdkMissing)
-	}
 }
 
 // children returns the live processes whose parent is this test, so a
@@ -186,7 +157,6 @@ func TestLaunchChecksBinaryBeforeStart(t *testing.T) {
 }
 
 func TestLaunchChecksumOK(t *testing.T) {
-	requireSDK(t)
 	p, err := Launch(context.Background(), LaunchSpec{Name: "pinned", Path: fakeBin, SHA256: strings.ToUpper(sum(t, fakeBin))})
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +172,6 @@ func TestLaunchChecksumOK(t *testing.T) {
 
 // TestPluginRunsCalls runs a call through the process and describes it.
 func TestPluginRunsCalls(t *testing.T) {
-	requireSDK(t)
 	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
 	if err != nil {
 		t.Fatal(err)
@@ -237,10 +206,90 @@ func TestPluginRunsCalls(t *testing.T) {
 	if len(d.RequestSchema) != 1 || d.RequestSchema[0] != (SchemaAttribute{Name: "message", Type: "string"}) {
 		t.Errorf("request schema = %+v", d.RequestSchema)
 	}
+	if len(d.Metrics) != 1 || d.Metrics[0] != "fake_gauge" {
+		t.Errorf("metrics = %q", d.Metrics)
+	}
+}
+
+// TestPluginValidates: the plugin process checks a target with its own
+// validator; the fake plugin has no request validator, so every request
+// passes.
+func TestPluginValidates(t *testing.T) {
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	target := func(a string) cty.Value { return cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(a)}) }
+	if attr, err := p.ValidateTarget(target("bad")); attr != "address" || err == nil || err.Error() != `address "bad" is not host:port` {
+		t.Errorf("bad target: got %q, %v", attr, err)
+	}
+	if attr, err := p.ValidateTarget(target("127.0.0.1:1")); attr != "" || err != nil {
+		t.Errorf("good target: got %q, %v", attr, err)
+	}
+	if attr, err := p.ValidateRequest(cty.ObjectVal(map[string]cty.Value{"message": cty.StringVal("anything")})); attr != "" || err != nil {
+		t.Errorf("request: got %q, %v", attr, err)
+	}
+}
+
+// TestLaunchSchedulesOnlyThePlugin: the plugin's threads run under
+// SCHED_BATCH, and the process that launched it keeps its own policy.
+func TestLaunchSchedulesOnlyThePlugin(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("scheduling policies are set on Linux only")
+	}
+	before := policies(t, os.Getpid())
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	for tid, pol := range policies(t, os.Getpid()) {
+		if want, ok := before[tid]; ok && pol != want {
+			t.Errorf("host thread %d: policy %d after Launch, %d before", tid, pol, want)
+		}
+		if _, ok := before[tid]; !ok && pol == schedBatch {
+			t.Errorf("host thread %d, started since, runs under SCHED_BATCH", tid)
+		}
+	}
+	plugin := policies(t, p.Pid())
+	if len(plugin) == 0 {
+		t.Fatal("no threads of the plugin")
+	}
+	for tid, pol := range plugin {
+		if pol != schedBatch {
+			t.Errorf("plugin thread %d: policy %d, want SCHED_BATCH (%d)", tid, pol, schedBatch)
+		}
+	}
+}
+
+// schedBatch is Linux's SCHED_BATCH.
+const schedBatch = 3
+
+// policies reads the scheduling policy of each thread of pid from /proc.
+func policies(t *testing.T, pid int) map[int]int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int{}
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/sched", pid, task.Name()))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "policy" {
+				tid, _ := strconv.Atoi(task.Name())
+				out[tid], _ = strconv.Atoi(strings.TrimSpace(value))
+			}
+		}
+	}
+	return out
 }
 
 func TestKillLeavesNoProcess(t *testing.T) {
-	requireSDK(t)
 	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +309,6 @@ func TestKillLeavesNoProcess(t *testing.T) {
 }
 
 func TestStderrKeepsLastLines(t *testing.T) {
-	requireSDK(t)
 	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Args: []string{"stderr", "30"}})
 	if err != nil {
 		t.Fatal(err)
@@ -276,7 +324,6 @@ func TestStderrKeepsLastLines(t *testing.T) {
 // the plugin, says what happened with the plugin's stderr, and leaves no
 // process behind.
 func TestStartFailures(t *testing.T) {
-	requireSDK(t)
 	cases := []struct {
 		mode string
 		want []string

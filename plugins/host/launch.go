@@ -128,12 +128,12 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		}
 	}
 
-	// Before the child starts, so that it inherits the policy: see package
-	// sched.
-	sched.Yield()
 	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
 	p.cmd = exec.Command(spec.Path, spec.Args...)
-	p.cmd.Env = spec.Env
+	// The plugin puts itself under SCHED_BATCH (see package sched); this
+	// process keeps its policy. go-plugin appends hload's environment
+	// after these, so a variable the user set wins.
+	p.cmd.Env = append(append([]string{}, spec.Env...), sched.Env+"="+sched.Batch)
 	p.cmd.SysProcAttr = procAttr()
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake(),

@@ -8,10 +8,12 @@ package sdk
 import (
 	"context"
 	"errors"
+	"os"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/hload/hload/plugins/internal/sched"
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
 )
@@ -47,6 +49,8 @@ func PluginSets(impl protocols.Protocol) map[int]plugin.PluginSet {
 // Serve runs impl as a plugin. It is a plugin binary's whole main.
 // go-plugin sets up mutual TLS on its own when the host asks for AutoMTLS.
 func Serve(impl protocols.Protocol) {
+	// Best effort: a plugin runs the same, only slower, without it.
+	sched.YieldIfAsked(os.LookupEnv)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake(),
 		VersionedPlugins: PluginSets(impl),

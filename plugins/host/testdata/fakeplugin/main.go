@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -35,7 +36,16 @@ func (fake) Describe() protocols.Info {
 		RequestSpec: hcldec.ObjectSpec{
 			"message": &hcldec.AttrSpec{Name: "message", Type: cty.String},
 		},
+		Metrics: []string{"fake_gauge"},
 	}
+}
+
+// ValidateTarget refuses the address "bad", without dialling anything.
+func (fake) ValidateTarget(target cty.Value) (string, error) {
+	if a, _ := protocols.StringAttr(target, "address"); a == "bad" {
+		return "address", errors.New(`address "bad" is not host:port`)
+	}
+	return "", nil
 }
 
 func (fake) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
