@@ -33,10 +33,7 @@ var paths = []struct {
 
 func harness(t *testing.T) protocols.Protocol {
 	t.Helper()
-	h, err := newHarness()
-	if err == errNotImplemented {
-		t.Skip("plugins/sdk: NewHarness still panics \"not implemented\"; this runs once the SDK lands")
-	}
+	h, err := sdk.NewHarness(lines.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,22 +44,6 @@ func harness(t *testing.T) protocols.Protocol {
 	})
 	return h
 }
-
-// newHarness turns the SDK's "not implemented" placeholder into a skip, so
-// that these tests run for real as soon as the SDK lands.
-func newHarness() (h *sdk.Harness, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			if fmt.Sprint(r) != "not implemented" {
-				panic(r)
-			}
-			h, err = nil, errNotImplemented
-		}
-	}()
-	return sdk.NewHarness(lines.New())
-}
-
-var errNotImplemented = fmt.Errorf("sdk.NewHarness is not implemented yet")
 
 func eachPath(t *testing.T, test func(t *testing.T, p protocols.Protocol)) {
 	for _, path := range paths {
