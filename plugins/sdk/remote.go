@@ -206,6 +206,11 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		return nil, fmt.Errorf("plugin %q: encoding the target: %w", r.opts.Name, err)
 	}
 	resp, err := r.c.Open(ctx, &proto.OpenRequest{TargetMsgpack: b})
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unknown {
+		// The protocol's Open refused the target: its words, without
+		// gRPC's.
+		return nil, fmt.Errorf("plugin %q: open: %s", r.opts.Name, st.Message())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: open: %w", r.opts.Name, err)
 	}
