@@ -18,7 +18,7 @@ import (
 // weight, evaluate its expressions, execute it against a loopback server
 // and record the samples.
 func BenchmarkIteration(b *testing.B) {
-	body := []byte("012345678901234567890123456789012345678901234567890123456789") // 60 bytes, as in PERFORMANCE.md
+	body := []byte("012345678901234567890123456789012345678901234567890123456789") // 60 bytes, a small API answer
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(body)
 	}))
@@ -68,7 +68,7 @@ func benchScenario(b *testing.B, s *config.Scenario, target cty.Value) *scenario
 	}
 	b.Cleanup(func() { client.Close() })
 	agg := metrics.NewAggregator()
-	sc := &scenarioRun{run: &runState{evalErrors: map[string]string{}}, cfg: s, name: s.Name, ending: make(chan struct{})}
+	sc := &scenarioRun{run: &runState{}, cfg: s, name: s.Name, ending: make(chan struct{})}
 	weights := []int{}
 	for _, r := range s.Requests {
 		weights = append(weights, r.Weight)

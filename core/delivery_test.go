@@ -16,6 +16,7 @@ import (
 
 // sendProtocol answers each call with the status its request names, and
 // remembers the ids it answered 200 to, as a server that accepted them.
+// Any other status is a failed call of kind "refused".
 type sendProtocol struct {
 	mu       sync.Mutex
 	accepted map[string]bool
@@ -58,7 +59,12 @@ func (p *sendProtocol) Do(ctx context.Context, call protocols.Call, emit func(pr
 		p.accepted[id] = true
 		p.mu.Unlock()
 	}
-	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Status: int(n)})
+	s := protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Status: int(n)}
+	if n >= 400 {
+		// The protocol, not the core, says that a refusal failed.
+		s.Error, s.Message = "refused", "the server refused it"
+	}
+	emit(s)
 }
 
 func (p *sendProtocol) Close() error { return nil }

@@ -526,8 +526,9 @@ scenario "b" {
 	}
 }
 
-// TestFailedChecksAreNotErrors: a 500 with a status check fails the check
-// but is not an error; body checks see the body.
+// TestFailedChecksAreNotErrors: a failed check on a 200 is not an error;
+// body checks see the body; a 500 is still checked, so its status check
+// fails, whatever error kind the protocol gives it.
 func TestFailedChecksAreNotErrors(t *testing.T) {
 	srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/bad" {
@@ -562,7 +563,7 @@ func TestFailedChecksAreNotErrors(t *testing.T) {
 	if good.Checks.Passed != 20 || good.Checks.Failed != 20 || good.Errors != 0 {
 		t.Errorf("good: checks %+v, errors %d; want 20 passed, 20 failed, 0 errors", good.Checks, good.Errors)
 	}
-	if bad.Checks.Passed != 0 || bad.Checks.Failed != 20 || bad.Errors != 0 || bad.Status["500"] != 20 {
-		t.Errorf("bad: checks %+v, errors %d, status %v", bad.Checks, bad.Errors, bad.Status)
+	if bad.Checks.Passed != 0 || bad.Checks.Failed != 20 || bad.Status["500"] != 20 {
+		t.Errorf("bad: checks %+v, status %v; want 20 failed checks on 20 500s", bad.Checks, bad.Status)
 	}
 }

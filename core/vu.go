@@ -5,6 +5,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -60,6 +61,9 @@ type vu struct {
 	// delivered is whether the current call's request sample reports a
 	// success, so that its delivery id is expected by subscribers.
 	delivered bool
+	// calling is the request whose call is in flight, or nil; read by
+	// another goroutine only to name calls that ignore cancellation.
+	calling atomic.Pointer[request]
 }
 
 func newVU(id uint64, sc *scenarioRun) *vu {
@@ -85,7 +89,7 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 		for _, f := range req.feeders {
 			row, ok := f.cursor.Next()
 			if !ok {
-				sc.end()
+				sc.noteRanOut(f)
 				return false
 			}
 			v.data[f.name] = f.feeder.Row(row)
@@ -104,9 +108,9 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 	}
 	if diags.HasErrors() {
 		// An expression failed at run time (say, jsondecode of a bad row).
-		// It is counted as an error of its own kind rather than dropped.
-		sc.run.noteEvalError(sc.name, req.cfg.Name, diags)
-		v.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: start, Error: errEval})
+		// It is counted as an error of its own kind rather than dropped,
+		// and its message reaches the summary with the other kinds'.
+		v.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: start, Error: errEval, Message: diags.Error()})
 	} else {
 		if planned.IsZero() {
 			planned = start
@@ -119,6 +123,7 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 			sent = v.ledger.Begin(send.Key, send.ID)
 		}
 		v.delivered = false
+		v.calling.Store(req)
 		req.client.Do(ctx, protocols.Call{
 			VU:        v.id,
 			Iteration: v.iteration,
@@ -126,6 +131,7 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 			Request:   value,
 			KeepBody:  req.keepBody,
 		}, v.emitFn)
+		v.calling.Store(nil)
 		sent.Done(v.delivered)
 	}
 	v.iteration++
@@ -151,6 +157,9 @@ const errEval protocols.ErrorKind = "eval"
 
 // emit records a sample of the current call: metrics, checks and raw rows.
 func (v *vu) emit(s protocols.Sample) {
+	if v.sc.abandoned.Load() {
+		return // the run ended without this call; its summary is out
+	}
 	req := v.current
 	if s.Metric == protocols.MetricRequest && v.sc.open {
 		// The protocol timed the service from the actual send; keep that
@@ -162,10 +171,13 @@ func (v *vu) emit(s protocols.Sample) {
 	if s.Metric != protocols.MetricRequest {
 		return
 	}
-	// A send counts as delivered to the server when the call got through
-	// and the server did not refuse it (HTTP 4xx and 5xx).
-	v.delivered = s.Error == protocols.ErrNone && (s.Status == 0 || s.Status < 400)
-	if checks := req.cfg.Checks; len(checks) > 0 && s.Error == protocols.ErrNone {
+	// The protocol says whether a call delivered: a refusal by the server
+	// (HTTP 4xx and 5xx) is an error kind of its own.
+	v.delivered = s.Error == protocols.ErrNone
+	// Checks look at a response: one with a status is checked even when
+	// the protocol counts it as failed (an HTTP 500), so that a status
+	// check still fails on it; a call without a response is not checked.
+	if checks := req.cfg.Checks; len(checks) > 0 && (s.Error == protocols.ErrNone || s.Status != 0) {
 		passed, failed := 0, 0
 		for i := range checks {
 			if checkPasses(&checks[i], s) {

@@ -13,7 +13,7 @@ import (
 	"runtime/pprof"
 )
 
-// Exit codes, as DESIGN.md specifies them.
+// Exit codes, as README.md lists them under "Commands and exit codes".
 const (
 	exitOK          = 0
 	exitRuntime     = 1

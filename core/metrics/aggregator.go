@@ -119,6 +119,73 @@ type Series struct {
 	total           counters
 	totalLatency    *hdr.Histogram            // lazily allocated
 	totalMetrics    map[string]*hdr.Histogram // other metrics, lazily allocated
+
+	// messages keeps the first distinct messages of each error kind, so
+	// the summary can say why calls failed, in bounded memory.
+	messages errorMessages
+}
+
+// Bounds of the error messages a series keeps: per kind, and kinds.
+const (
+	MessagesPerKind = 3
+	messageKinds    = 16
+	messageLength   = 512
+)
+
+// errorMessages keeps up to MessagesPerKind distinct messages for up to
+// messageKinds error kinds. Once it holds all it can, full lets a failing
+// call skip the lock.
+type errorMessages struct {
+	mu     sync.Mutex
+	full   atomic.Bool
+	byKind map[protocols.ErrorKind][]string
+}
+
+// note keeps msg when it is new for its kind and there is room. The
+// strings are cloned because a plugin's sample may carry a reused buffer.
+func (m *errorMessages) note(kind protocols.ErrorKind, msg string) {
+	if m.full.Load() {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept, seen := m.byKind[kind]
+	if !seen && len(m.byKind) >= messageKinds || len(kept) >= MessagesPerKind || slices.Contains(kept, msg) {
+		return
+	}
+	if m.byKind == nil {
+		m.byKind = make(map[protocols.ErrorKind][]string)
+	}
+	if !seen {
+		kind = protocols.ErrorKind(strings.Clone(string(kind)))
+	}
+	if len(msg) > messageLength {
+		msg = msg[:messageLength] + "..."
+	} else {
+		msg = strings.Clone(msg)
+	}
+	m.byKind[kind] = append(kept, msg)
+	if len(m.byKind) == messageKinds {
+		full := true
+		for _, k := range m.byKind {
+			full = full && len(k) == MessagesPerKind
+		}
+		m.full.Store(full)
+	}
+}
+
+// copy returns the kept messages by kind name, or nil when there are none.
+func (m *errorMessages) copy() map[string][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.byKind) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(m.byKind))
+	for k, msgs := range m.byKind {
+		out[string(k)] = slices.Clone(msgs)
+	}
+	return out
 }
 
 // shard is one lock-protected part of a series, used mostly by one P at a
@@ -153,6 +220,10 @@ func (s *Series) Record(smp protocols.Sample) {
 	}
 	sh.mu.Unlock()
 	s.last.Put(sh)
+	if smp.Error != protocols.ErrNone && smp.Message != "" && smp.Metric == protocols.MetricRequest {
+		// Off the shard's lock: only a failed call with a reason gets here.
+		s.messages.note(smp.Error, smp.Message)
+	}
 }
 
 // newMetric creates the histogram of a metric seen for the first time in
@@ -376,6 +447,7 @@ func (a *Aggregator) Requests(elapsed time.Duration) map[string]map[string]*Requ
 			out[s.scenario] = byRequest
 		}
 		rf := requestFigures(&s.total, s.totalLatency, elapsed.Seconds())
+		rf.ErrorMessages = s.messages.copy()
 		if len(s.totalMetrics) > 0 {
 			rf.Metrics = make(map[string]MetricFigures, len(s.totalMetrics))
 			for name, h := range s.totalMetrics {

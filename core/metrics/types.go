@@ -66,6 +66,10 @@ type RequestFigures struct {
 	Status        map[string]int64 `json:"status"`         // "200" -> count; never nil
 	ErrorsByKind  map[string]int64 `json:"errors_by_kind"` // "timeout" -> count; never nil
 	Checks        ChecksFigures    `json:"checks"`
+	// ErrorMessages are the first distinct messages (up to
+	// MessagesPerKind) of each error kind, saying why calls failed; in the
+	// summary only, and only for kinds whose calls gave a reason.
+	ErrorMessages map[string][]string `json:"error_messages,omitempty"`
 	// Metrics are the request's other metrics, such as ttfb, or
 	// service_time in the open model: over the run in the summary, over
 	// the interval in a snapshot (only those with samples in it).
@@ -89,8 +93,18 @@ type SeriesFigures struct {
 
 // Snapshot is what the aggregator hands every sink once per interval.
 type Snapshot struct {
-	Start   time.Time     // start of the interval
-	End     time.Time     // end of the interval
+	Start time.Time // start of the interval
+	End   time.Time // end of the interval, when its figures were taken
+	// RateStart is where the rates (RPS) of the series begin. It is Start,
+	// except in the run's last snapshot when that is shorter than the one
+	// before it: calls that end with the run (held streams, the graceful
+	// stop) often finish a few milliseconds after the last tick, and their
+	// count over those milliseconds would read as a burst of thousands per
+	// second. Its rates then run over both intervals, counts included, so
+	// they stay a real rate over a real length; its counts are its own.
+	RateStart time.Time
+	// Final marks the run's last snapshot.
+	Final   bool
 	Elapsed time.Duration // since the run started, at End
 	Series  []SeriesFigures
 	VUs     map[string]int   // active VUs per scenario at End
@@ -98,6 +112,10 @@ type Snapshot struct {
 	// Gauges are the levels the protocols hold at End, such as
 	// sse_open_streams, by name; nil when no client reports any.
 	Gauges map[string]int64
+	// Warnings are the problems found since the last snapshot (a data
+	// feeder ran out, a request failed every time so far), said once as
+	// they happen; the summary repeats those that still hold.
+	Warnings []string
 }
 
 // Summary is the machine-readable result of a run, written by
@@ -117,9 +135,15 @@ type Summary struct {
 	Scenarios  map[string]*ScenarioSummary `json:"scenarios"`
 	Metrics    map[string]MetricFigures    `json:"metrics"`
 	Thresholds []ThresholdResult           `json:"thresholds"`
-	// Warnings are problems that did not stop the run, such as an
-	// expression that failed to evaluate for some iterations.
+	// Warnings are problems that did not stop the run but that a reader
+	// of the figures must know: expressions that failed at run time, a
+	// request that failed every time, a data feeder that ran out, calls
+	// that ignored cancellation, hload near its own limit.
 	Warnings []string `json:"warnings,omitempty"`
+	// SinkErrors are the failures of sinks (a CSV file that could not be
+	// written, an InfluxDB that stopped answering): results were lost, so
+	// Passed is false and hload exits 1.
+	SinkErrors []string `json:"sink_errors,omitempty"`
 	// GaugesMax is the highest level of each gauge seen at the end of an
 	// interval, such as the most SSE streams open at once.
 	GaugesMax map[string]int64 `json:"gauges_max,omitempty"`

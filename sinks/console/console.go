@@ -40,7 +40,11 @@ type Sink struct {
 
 // progress is the sum of the snapshots since the last progress line.
 type progress struct {
-	length  time.Duration
+	snapshots int
+	length    time.Duration
+	// rps is the rate of a lone snapshot whose rates run from before its
+	// start (the run's last, when a few milliseconds long); 0 otherwise.
+	rps     float64
 	count   int64
 	errors  int64
 	p95     float64
@@ -98,9 +102,24 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 	if s.opts.Quiet || s.closed {
 		return nil
 	}
+	for _, warning := range snap.Warnings {
+		// Said at once, whatever the interval: a user must not miss it.
+		if _, err := fmt.Fprintf(s.w, "[%5s] WARNING: %s\n", snap.Elapsed.Round(time.Second), warning); err != nil {
+			return err
+		}
+	}
 	w := &s.window
 	w.seen = true
+	w.snapshots++
 	w.length += snap.End.Sub(snap.Start)
+	w.rps = 0
+	if w.snapshots == 1 && snap.RateStart.Before(snap.Start) {
+		// The core put this snapshot's rates over a longer, real length;
+		// its count over its own few milliseconds would be a false burst.
+		for i := range snap.Series {
+			w.rps += snap.Series[i].RPS
+		}
+	}
 	w.elapsed = snap.Elapsed
 	for i := range snap.Series {
 		f := &snap.Series[i]
@@ -119,7 +138,9 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		w.dropped += n
 	}
 	w.gauges = snap.Gauges
-	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval {
+	// The run's last snapshot is always printed: there is no next line to
+	// fold it into.
+	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval && !snap.Final {
 		return nil
 	}
 	s.lastPrint = snap.Elapsed
@@ -133,8 +154,8 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 // "[  12s] vus 40  rps 812  err 0.1%  p95 23.4ms  dropped 0", followed by
 // the protocols' gauges, such as "  sse_open_streams 200".
 func progressLine(p *progress) string {
-	rps := 0.0
-	if p.length > 0 {
+	rps := p.rps
+	if rps == 0 && p.length > 0 {
 		rps = float64(p.count) / p.length.Seconds()
 	}
 	errPct := 0.0

@@ -67,6 +67,10 @@ func sampleSummary() metrics.Summary {
 						BytesSent: 5_990_000, BytesReceived: 1_497_500,
 						Status:       map[string]int64{"200": 28_747, "429": 1_000, "500": 200},
 						ErrorsByKind: map[string]int64{"http_4xx": 1_000, "http_5xx": 200, "timeout": 3},
+						ErrorMessages: map[string][]string{
+							"http_4xx": {"429 Too Many Requests"},
+							"timeout":  {"no response within 5s", "no response\nwithin 5s (a message on two lines)"},
+						},
 					},
 				},
 			},
@@ -144,6 +148,31 @@ func TestSummaryStates(t *testing.T) {
 				`FAIL: aborted by threshold "errors rate < 0.01"; 1 of 2 thresholds failed.`,
 				"abort",
 			},
+		},
+		{
+			name: "sink failed",
+			edit: func(s *metrics.Summary) {
+				s.Passed = false
+				s.Thresholds = s.Thresholds[:1]
+				s.SinkErrors = []string{"csv sink: write out.csv: no space left on device"}
+			},
+			want: []string{
+				"sink errors\n  - csv sink: write out.csv: no space left on device",
+				"FAIL: 1 sink(s) failed, and the results they hold are incomplete: csv sink: write out.csv: no space left on device",
+			},
+		},
+		{
+			name: "every call failed",
+			edit: func(s *metrics.Summary) {
+				s.Passed = false
+				s.Thresholds = nil
+				for _, sc := range s.Scenarios {
+					for _, r := range sc.Requests {
+						r.Errors = r.Count
+					}
+				}
+			},
+			want: []string{"FAIL: every one of the 839290 calls failed; see the errors by kind above."},
 		},
 		{
 			name: "failed without threshold",
@@ -231,6 +260,39 @@ func TestProgress(t *testing.T) {
 		"[  13s] vus 40  rps 400  err 0%  p95 5.00ms  dropped 1  amqp_channels 4  sse_open_streams 200\n"
 	if buf.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", buf.String(), want)
+	}
+}
+
+// TestProgressWarningsAndFinalRate: a warning is printed at once, even
+// between two progress lines; the run's last snapshot, a few milliseconds
+// long, shows the rate the core spread over a real length, not its count
+// over those milliseconds.
+func TestProgressWarningsAndFinalRate(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, Options{NoColor: true, Interval: 2 * time.Second})
+	first := snapshot(time.Second, 90, 0, 10)
+	first.Warnings = []string{`scenario "signup": data feeder "users" (mode unique) ran out of rows`}
+	if err := s.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(snapshot(2*time.Second, 90, 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// 94 calls that ended 4 ms after the last tick, with the rate the core
+	// put over the last interval and them: (90 + 94) / 1.004 s.
+	last := snapshot(2*time.Second+4*time.Millisecond, 94, 0, 10)
+	last.Start = t0.Add(2 * time.Second)
+	last.RateStart = t0.Add(time.Second)
+	last.Final = true
+	last.Series[0].RPS = 184 / 1.004
+	if err := s.Write(last); err != nil {
+		t.Fatal(err)
+	}
+	want := "[   1s] WARNING: scenario \"signup\": data feeder \"users\" (mode unique) ran out of rows\n" +
+		"[   2s] vus 40  rps 90  err 0%  p95 10.0ms  dropped 2\n" +
+		"[   2s] vus 40  rps 183  err 0%  p95 10.0ms  dropped 1\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
 

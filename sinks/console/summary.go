@@ -37,6 +37,7 @@ func WriteSummary(w io.Writer, sum metrics.Summary, noColor bool) error {
 	p.metrics(sum.Metrics)
 	p.gauges(sum.GaugesMax)
 	p.warnings(sum.Warnings)
+	p.sinkErrors(sum.SinkErrors)
 	p.thresholds(sum.Thresholds)
 	p.verdict(&sum)
 	// One write, so a failing terminal or pipe gives one error.
@@ -150,9 +151,7 @@ func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS f
 	tw.Flush()
 
 	reqs := sc.Requests
-	p.perRequest("errors by kind", names, reqs, width, func(r *metrics.RequestFigures) string {
-		return counts(r.ErrorsByKind)
-	})
+	p.errors(names, reqs, width)
 	p.perRequest("status", names, reqs, width, func(r *metrics.RequestFigures) string {
 		return counts(r.Status)
 	})
@@ -188,6 +187,38 @@ func (p *printer) perRequest(title string, names []string, reqs map[string]*metr
 		}
 		p.printf("    %s  %s\n", pad(n, width), l)
 	}
+}
+
+// errors prints the errors of each request by kind, each kind followed by
+// the first messages the protocol gave for it, so that the reason of a
+// failure is on screen, not only its count.
+func (p *printer) errors(names []string, reqs map[string]*metrics.RequestFigures, width int) {
+	titled := false
+	for _, n := range names {
+		r := reqs[n]
+		if r == nil || len(r.ErrorsByKind) == 0 {
+			continue
+		}
+		line := counts(r.ErrorsByKind)
+		if line == "" {
+			continue
+		}
+		if !titled {
+			p.printf("\n  errors by kind\n")
+			titled = true
+		}
+		p.printf("    %s  %s\n", pad(n, width), line)
+		for _, kind := range slices.Sorted(maps.Keys(r.ErrorMessages)) {
+			for _, m := range r.ErrorMessages[kind] {
+				p.printf("    %s    %s: %s\n", pad("", width), kind, oneLine(m))
+			}
+		}
+	}
+}
+
+// oneLine keeps a message on one line of the table.
+func oneLine(m string) string {
+	return strings.Join(strings.Fields(m), " ")
 }
 
 // metrics prints the protocol metrics other than the request latency, such
@@ -245,6 +276,18 @@ func (p *printer) warnings(ws []string) {
 	}
 }
 
+// sinkErrors prints the sinks that failed: results they should hold were
+// lost, so the run does not pass.
+func (p *printer) sinkErrors(errs []string) {
+	if len(errs) == 0 {
+		return
+	}
+	p.printf("\nsink errors\n")
+	for _, e := range errs {
+		p.printf("  - %s\n", oneLine(e))
+	}
+}
+
 func (p *printer) thresholds(ts []metrics.ThresholdResult) {
 	if len(ts) == 0 {
 		return
@@ -285,10 +328,22 @@ func (p *printer) verdict(sum *metrics.Summary) {
 		}
 	}
 	total := len(sum.Thresholds)
+	var calls, errs int64
+	for _, sc := range sum.Scenarios {
+		for _, r := range sc.Requests {
+			if r != nil {
+				calls += r.Count
+				errs += r.Errors
+			}
+		}
+	}
 	p.printf("\n")
 	switch {
 	case sum.Failed != "":
 		p.printf("%s: the run failed: %s\n", p.paint("FAIL", false), strings.SplitN(sum.Failed, "\n", 2)[0])
+	case len(sum.SinkErrors) > 0:
+		p.printf("%s: %d sink(s) failed, and the results they hold are incomplete: %s\n",
+			p.paint("FAIL", false), len(sum.SinkErrors), oneLine(sum.SinkErrors[0]))
 	case sum.Interrupted:
 		state := "no threshold failed"
 		if failed > 0 {
@@ -299,6 +354,8 @@ func (p *printer) verdict(sum *metrics.Summary) {
 		p.printf("%s: aborted by threshold %q; %d of %d thresholds failed.\n", p.paint("FAIL", false), sum.Aborted, failed, total)
 	case !sum.Passed && failed > 0:
 		p.printf("%s: %d of %d thresholds failed.\n", p.paint("FAIL", false), failed, total)
+	case !sum.Passed && calls > 0 && errs == calls:
+		p.printf("%s: every one of the %d calls failed; see the errors by kind above.\n", p.paint("FAIL", false), calls)
 	case !sum.Passed:
 		p.printf("%s: the run failed.\n", p.paint("FAIL", false))
 	case total == 0:

@@ -1,0 +1,207 @@
+package core
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// runScenarios starts every scenario and writes a snapshot each interval
+// until they have all ended, the run is stopped or cancelled, a client
+// fails the run, or an abort threshold ends it.
+func (r *run) runScenarios() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, sc := range r.scenarios {
+		wg.Go(func() { sc.execute(r.runCtx, r.opts.Segment) })
+	}
+	go func() { wg.Wait(); close(done) }()
+
+	ticker := time.NewTicker(r.interval)
+	defer ticker.Stop()
+	stop := r.opts.Stop
+	for {
+		select {
+		case <-done:
+			return
+		case <-stop:
+			r.interrupted = true
+			stop = nil
+			r.endScenarios()
+		case <-r.ctx.Done():
+			r.interrupted = true
+			r.cancelNow(done)
+			return
+		case r.failure = <-r.failures:
+			// Like an abort, but calls in flight are cancelled at once:
+			// the protocol behind them is gone.
+			r.cancelNow(done)
+			return
+		case <-ticker.C:
+			r.tick()
+		}
+	}
+}
+
+// endScenarios starts no new iteration; calls in flight get the graceful
+// stop.
+func (r *run) endScenarios() {
+	for _, sc := range r.scenarios {
+		sc.end()
+	}
+}
+
+// cancelNow ends the scenarios, cancels the calls in flight and waits for
+// the scenarios to return.
+func (r *run) cancelNow(done <-chan struct{}) {
+	r.endScenarios()
+	r.cancelRun()
+	<-done
+}
+
+// tick writes the interval's snapshot and checks the abort thresholds.
+func (r *run) tick() {
+	// The flush's own time, not the tick's: a late tick would otherwise
+	// put the calls of a longer interval over a shorter length.
+	now := time.Now()
+	r.snapshots.write(r, now, false)
+	if r.aborted != "" {
+		return
+	}
+	if th := firstAbort(r.test.Thresholds, r.agg, now.Sub(r.info.Started)); th != nil {
+		r.aborted = describe(th)
+		r.endScenarios()
+		r.cancelRun()
+	}
+}
+
+// drain takes in what the end of the run left: a client failure that came
+// as the last calls ended (it may have turned some of them into errors),
+// and the last interval's figures.
+func (r *run) drain() {
+	if r.failure == nil {
+		select {
+		case r.failure = <-r.failures:
+		default:
+		}
+	}
+	r.end = time.Now()
+	r.snapshots.write(r, r.end, true)
+}
+
+// snapshotState is what one snapshot carries over to the next.
+type snapshotState struct {
+	last          time.Time // end of the last snapshot
+	droppedBefore map[string]int64
+	gaugesMax     map[string]int64
+	// previous is the last snapshot's start and counts, for the rate of
+	// a short final interval.
+	previous struct {
+		start  time.Time
+		counts map[seriesName]int64
+	}
+	// calls and failed count each series' calls so far, to see a request
+	// that fails every time while the run goes on.
+	calls, failed map[seriesName]int64
+	warned        map[string]bool
+}
+
+type seriesName struct{ scenario, request string }
+
+func (s *snapshotState) start(r *run) {
+	s.last = r.info.Started
+	s.droppedBefore = make(map[string]int64, len(r.scenarios))
+	s.gaugesMax = map[string]int64{}
+	s.calls = map[seriesName]int64{}
+	s.failed = map[seriesName]int64{}
+	s.warned = map[string]bool{}
+}
+
+// write flushes the interval that ends at to and hands it to every sink.
+func (s *snapshotState) write(r *run, to time.Time, final bool) {
+	from := s.last
+	snap := metrics.Snapshot{
+		Start:     from,
+		End:       to,
+		RateStart: from,
+		Final:     final,
+		Elapsed:   to.Sub(r.info.Started),
+		Series:    r.agg.Flush(from, to),
+		VUs:       make(map[string]int, len(r.scenarios)),
+		Dropped:   make(map[string]int64, len(r.scenarios)),
+		Gauges:    readGauges(r.gaugers),
+	}
+	s.last = to
+	if final && to.Sub(from) < r.interval && !s.previous.start.IsZero() {
+		s.spreadRates(&snap)
+	}
+	s.keep(&snap)
+	for _, sc := range r.scenarios {
+		snap.VUs[sc.name] = int(sc.vus.Load())
+		dropped := sc.dropped.Load()
+		snap.Dropped[sc.name] = dropped - s.droppedBefore[sc.name]
+		s.droppedBefore[sc.name] = dropped
+	}
+	for name, v := range snap.Gauges {
+		s.gaugesMax[name] = max(s.gaugesMax[name], v)
+	}
+	snap.Warnings = s.warnings(r, &snap)
+	for _, sink := range r.opts.Sinks {
+		if err := sink.Write(snap); err != nil && r.sinkErr == nil {
+			r.sinkErr = err
+		}
+	}
+}
+
+// spreadRates puts the rates of a final interval shorter than the interval
+// over the previous interval and this one: the calls that end with the run
+// often finish within milliseconds of the last tick, and over those
+// milliseconds alone they would read as thousands per second.
+func (s *snapshotState) spreadRates(snap *metrics.Snapshot) {
+	snap.RateStart = s.previous.start
+	seconds := snap.End.Sub(snap.RateStart).Seconds()
+	for i := range snap.Series {
+		f := &snap.Series[i]
+		n := f.Count + s.previous.counts[seriesName{f.Scenario, f.Request}]
+		f.RPS = float64(n) / seconds
+	}
+}
+
+// keep remembers the snapshot's counts for the next one.
+func (s *snapshotState) keep(snap *metrics.Snapshot) {
+	s.previous.start = snap.Start
+	s.previous.counts = make(map[seriesName]int64, len(snap.Series))
+	for _, f := range snap.Series {
+		k := seriesName{f.Scenario, f.Request}
+		s.previous.counts[k] = f.Count
+		s.calls[k] += f.Count
+		s.failed[k] += f.Errors
+	}
+}
+
+// warnings returns the problems first seen in this snapshot: a data feeder
+// that ran out, a request whose every call so far failed, calls that
+// ignored cancellation. Each is said once.
+func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
+	var out []string
+	say := func(key, text string) {
+		if text != "" && !s.warned[key] {
+			s.warned[key] = true
+			out = append(out, text)
+		}
+	}
+	for _, sc := range r.scenarios {
+		say("feeder "+sc.name, sc.feederWarning())
+		say("cancel "+sc.name, sc.cancelWarning())
+	}
+	for _, f := range snap.Series {
+		k := seriesName{f.Scenario, f.Request}
+		if n := s.calls[k]; n > 0 && s.failed[k] == n {
+			say("failed "+f.Scenario+"/"+f.Request, fmt.Sprintf(
+				"scenario %q, request %q: every call so far failed (%d of %d)", f.Scenario, f.Request, n, n))
+		}
+	}
+	return out
+}

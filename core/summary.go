@@ -1,0 +1,185 @@
+package core
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
+)
+
+// summarise builds the run's summary: figures, thresholds, what ended the
+// run, and the warnings a reader of the figures must not miss.
+func (r *run) summarise() *metrics.Summary {
+	sum := buildSummary(r.test, r.agg, r.scenarios, r.info, r.end)
+	sum.Interrupted = r.interrupted
+	if len(r.snapshots.gaugesMax) > 0 {
+		sum.GaugesMax = r.snapshots.gaugesMax
+	}
+	sum.Aborted = r.aborted
+	if r.failure != nil {
+		sum.Failed = r.failure.Error()
+		sum.Passed = false
+	}
+	for _, sc := range r.scenarios {
+		for _, w := range []string{sc.feederWarning(), sc.cancelWarning()} {
+			if w != "" {
+				sum.Warnings = append(sum.Warnings, w)
+			}
+		}
+	}
+	sum.Warnings = append(sum.Warnings, requestWarnings(sum)...)
+	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)
+	if n, ok := everyCallFailed(sum); ok && !errorsThresholdHeld(sum) {
+		// A run whose every call failed measured nothing but the failure:
+		// k6 and JMeter users read a PASS as "the service held", so it
+		// does not pass. A threshold on errors that held (it must allow a
+		// rate of 100 %) says the user expects failures, and decides.
+		sum.Passed = false
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf(
+			"every one of the run's %d calls failed: the run does not pass (a threshold on errors that allows this would decide)", n))
+	}
+	sort.Strings(sum.Warnings)
+	if r.sinkErr != nil {
+		sum.SinkErrors = append(sum.SinkErrors, r.sinkErr.Error())
+		sum.Passed = false
+	}
+	return sum
+}
+
+func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scenarioRun, info metrics.RunInfo, end time.Time) *metrics.Summary {
+	elapsed := end.Sub(info.Started)
+	sum := &metrics.Summary{
+		HloadVersion: info.Version,
+		RunID:        info.RunID,
+		Started:      info.Started,
+		Ended:        end,
+		DurationS:    elapsed.Seconds(),
+		Scenarios:    map[string]*metrics.ScenarioSummary{},
+	}
+	requests := agg.Requests(elapsed)
+	for _, sc := range scenarios {
+		sum.Scenarios[sc.name] = &metrics.ScenarioSummary{
+			Executor:          sc.cfg.Executor.Name(),
+			Model:             model(sc.cfg.Executor),
+			Iterations:        sc.iterations.Load(),
+			DroppedIterations: sc.dropped.Load(),
+			Requests:          requests[sc.name],
+		}
+	}
+	_, sum.Metrics = agg.Totals("", "", elapsed)
+	sum.Passed = true
+	for _, th := range test.Thresholds {
+		res := evaluate(th, agg, elapsed)
+		sum.Thresholds = append(sum.Thresholds, res)
+		sum.Passed = sum.Passed && res.Passed
+	}
+	return sum
+}
+
+// everyCallFailed reports whether the run made calls and all of them
+// failed, with how many there were.
+func everyCallFailed(sum *metrics.Summary) (int64, bool) {
+	var calls, errs int64
+	for _, sc := range sum.Scenarios {
+		for _, r := range sc.Requests {
+			calls += r.Count
+			errs += r.Errors
+		}
+	}
+	return calls, calls > 0 && errs == calls
+}
+
+// errorsThresholdHeld reports whether a threshold on the errors metric
+// held.
+func errorsThresholdHeld(sum *metrics.Summary) bool {
+	for _, t := range sum.Thresholds {
+		if t.Metric == "errors" && t.Passed {
+			return true
+		}
+	}
+	return false
+}
+
+// requestWarnings names each request whose every call failed, and each
+// whose expressions failed at run time, with the first reasons given.
+func requestWarnings(sum *metrics.Summary) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(sum.Scenarios)) {
+		reqs := sum.Scenarios[name].Requests
+		for _, req := range slices.Sorted(maps.Keys(reqs)) {
+			r := reqs[req]
+			if r == nil || r.Count == 0 {
+				continue
+			}
+			if r.Errors == r.Count {
+				out = append(out, fmt.Sprintf("scenario %q, request %q: every call failed (%d of %d: %s)%s",
+					name, req, r.Count, r.Count, kinds(r.ErrorsByKind), firstMessage(r, "")))
+			}
+			if n := r.ErrorsByKind[string(errEval)]; n > 0 && n < r.Count {
+				out = append(out, fmt.Sprintf("scenario %q, request %q: expressions failed at run time in %d of %d calls%s",
+					name, req, n, r.Count, firstMessage(r, string(errEval))))
+			}
+		}
+	}
+	return out
+}
+
+// kinds renders errors by kind as "protocol 12, timeout 3".
+func kinds(m map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstMessage returns ": " and the first message kept for kind, or for
+// the first kind that has one when kind is "".
+func firstMessage(r *metrics.RequestFigures, kind string) string {
+	for _, k := range slices.Sorted(maps.Keys(r.ErrorMessages)) {
+		if (kind == "" || k == kind) && len(r.ErrorMessages[k]) > 0 {
+			return ": " + r.ErrorMessages[k][0]
+		}
+	}
+	return ""
+}
+
+// describe names a threshold for messages: its metric, filters and
+// condition.
+func describe(th *config.Threshold) string {
+	parts := []string{th.Metric}
+	if th.Scenario != "" {
+		parts = append(parts, "scenario="+th.Scenario)
+	}
+	if th.Request != "" {
+		parts = append(parts, "request="+th.Request)
+	}
+	return strings.Join(parts, " ") + ": " + th.Condition.Text
+}
+
+// lateStart is the p99 start lateness above which the open model says that
+// hload itself could not keep to its schedule. Go's timers alone account for
+// up to about a millisecond.
+const lateStart = 5.0 // ms
+
+// generatorWarnings says when hload was near its own limit, so a slow
+// generator is never mistaken for a slow server: open-model iterations that
+// started late against their plan.
+func generatorWarnings(sum *metrics.Summary) []string {
+	var out []string
+	for name, sc := range sum.Scenarios {
+		worst := 0.0
+		for _, r := range sc.Requests {
+			worst = max(worst, r.Metrics[metrics.MetricStartLateness].P99)
+		}
+		if worst > lateStart {
+			out = append(out, fmt.Sprintf("scenario %q: iterations started up to %.1f ms late (p99 start_lateness): hload was near its own limit or short of VUs, and the response times include that delay", name, worst))
+		}
+	}
+	return out
+}
