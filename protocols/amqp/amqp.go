@@ -21,6 +21,7 @@ package amqp
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +117,19 @@ type Protocol struct {
 	observe func(body []byte)
 }
 
-var _ protocols.Protocol = (*Protocol)(nil)
+var (
+	_ protocols.Protocol         = (*Protocol)(nil)
+	_ protocols.TargetValidator  = (*Protocol)(nil)
+	_ protocols.RequestValidator = (*Protocol)(nil)
+)
+
+// metrics lists what the clients emit besides the request sample, and
+// their gauges, so that a threshold on any other name fails at load.
+var emitted = []string{
+	MetricConfirmed, MetricNacked, MetricReturned, MetricConsumed, MetricConsumedUntimed,
+	MetricRedelivered, MetricConnectionLost, MetricReconnected, MetricBlocked,
+	GaugeConnected, GaugeBlocked,
+}
 
 // New returns the AMQP protocol.
 func New() *Protocol {
@@ -125,13 +138,33 @@ func New() *Protocol {
 		Version:     Version,
 		TargetSpec:  targetSpec(),
 		RequestSpec: requestSpec(),
+		Metrics:     slices.Clone(emitted),
 	}}
 }
 
 // Describe returns the protocol's name, version and schemas.
 func (p *Protocol) Describe() protocols.Info { return p.info }
 
-// ValidateRequest checks a request at load (config.RequestValidator): a
+// ValidateTarget checks a target at load (protocols.TargetValidator) with
+// parseTarget, the decoder Open uses: a value Open would refuse is a
+// diagnostic at its attribute before anything connects.
+func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
+	_, err := parseTarget(target)
+	if err == nil {
+		return "", nil
+	}
+	attr := ""
+	var ae *attrError
+	if errors.As(err, &ae) {
+		attr = ae.attr
+	}
+	// "amqp: target url ...": the config's diagnostic names the protocol
+	// and the place already.
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "amqp: "), "target ")
+	return attr, errors.New(msg)
+}
+
+// ValidateRequest checks a request at load (protocols.RequestValidator): a
 // kind that does not exist, an attribute its kind does not take or a
 // malformed value is a diagnostic at that attribute before any load is
 // sent, not an error on every call.

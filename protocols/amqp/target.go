@@ -48,6 +48,27 @@ type bindingDecl struct {
 	args                 amqp.Table
 }
 
+// attrError is a mistake in one attribute of a target: ValidateTarget
+// names the attribute, so that the config points at it, and Open reports
+// the same message.
+type attrError struct {
+	attr string
+	err  error
+}
+
+func (e *attrError) Error() string { return e.err.Error() }
+func (e *attrError) Unwrap() error { return e.err }
+
+// inAttr marks err, when not nil, as a mistake in attr.
+func inAttr(attr string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &attrError{attr: attr, err: err}
+}
+
+// parseTarget is the one decoder of a target block: Open and
+// ValidateTarget both go through it.
 func parseTarget(target cty.Value) (*targetConfig, error) {
 	if target.IsNull() || !target.IsKnown() || !target.Type().IsObjectType() {
 		return nil, errors.New("amqp: target must be a known object")
@@ -60,88 +81,96 @@ func parseTarget(target cty.Value) (*targetConfig, error) {
 	}
 	raw, err := stringAttr(target, "url")
 	if err != nil {
-		return nil, err
+		return nil, inAttr("url", err)
 	}
 	if raw == "" {
-		return nil, errors.New("amqp: target url is required, such as url = \"amqp://guest:guest@127.0.0.1:5672/\"")
+		return nil, inAttr("url", errors.New("amqp: target url is required, such as url = \"amqp://guest:guest@127.0.0.1:5672/\""))
 	}
 	uri, err := amqp.ParseURI(raw)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: target url %q: %v", redact(raw), err)
+		return nil, inAttr("url", fmt.Errorf("amqp: target url %q: %v; write it as amqp://user:password@host:5672/vhost, or amqps:// for TLS", redact(raw), err))
 	}
 	cfg.url = raw
-
-	ca, err := stringAttr(target, "tls_ca")
-	if err != nil {
+	if cfg.tls, err = parseTLS(target, uri, raw); err != nil {
 		return nil, err
 	}
-	cert, err := stringAttr(target, "tls_cert")
-	if err != nil {
-		return nil, err
-	}
-	key, err := stringAttr(target, "tls_key")
-	if err != nil {
-		return nil, err
-	}
-	serverName, err := stringAttr(target, "tls_server_name")
-	if err != nil {
-		return nil, err
-	}
-	insecure := false
-	if err := boolAttr(target, "target", "insecure_skip_verify", &insecure); err != nil {
-		return nil, err
-	}
-	if uri.Scheme == "amqps" {
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, InsecureSkipVerify: insecure} //nolint:gosec // the user's explicit choice
-		if tc.ServerName == "" {
-			tc.ServerName = uri.Host
-		}
-		if ca != "" {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM([]byte(ca)) {
-				return nil, errors.New("amqp: target tls_ca holds no PEM certificate; pass its content, such as tls_ca = file(\"ca.pem\")")
-			}
-			tc.RootCAs = pool
-		}
-		if (cert == "") != (key == "") {
-			return nil, errors.New("amqp: target tls_cert and tls_key go together: set both for a client certificate, or neither")
-		}
-		if cert != "" {
-			pair, err := tls.X509KeyPair([]byte(cert), []byte(key))
-			if err != nil {
-				return nil, fmt.Errorf("amqp: target tls_cert and tls_key: %v", err)
-			}
-			tc.Certificates = []tls.Certificate{pair}
-		}
-		cfg.tls = tc
-	} else if ca != "" || cert != "" || key != "" || serverName != "" || insecure {
-		return nil, fmt.Errorf("amqp: target tls_* and insecure_skip_verify need an amqps:// url; url %q is plain amqp", redact(raw))
-	}
-
 	if err := intAttr(target, "target", "channels", 1, 2047, &cfg.channels); err != nil {
-		return nil, err
+		return nil, inAttr("channels", err)
 	}
 	if err := durationAttr(target, "target", "heartbeat", &cfg.heartbeat); err != nil {
-		return nil, err
+		return nil, inAttr("heartbeat", err)
 	}
 	if err := durationAttr(target, "target", "reconnect_wait", &cfg.reconnectWait); err != nil {
-		return nil, err
+		return nil, inAttr("reconnect_wait", err)
 	}
 	if s, err := stringAttr(target, "connection_name"); err != nil {
-		return nil, err
+		return nil, inAttr("connection_name", err)
 	} else if s != "" {
 		cfg.name = s
 	}
 	if cfg.exchanges, err = parseExchanges(protocols.Attr(target, "exchanges")); err != nil {
-		return nil, err
+		return nil, inAttr("exchanges", err)
 	}
 	if cfg.queues, err = parseQueues(protocols.Attr(target, "queues")); err != nil {
-		return nil, err
+		return nil, inAttr("queues", err)
 	}
 	if cfg.bindings, err = parseBindings(protocols.Attr(target, "bindings")); err != nil {
-		return nil, err
+		return nil, inAttr("bindings", err)
 	}
 	return cfg, nil
+}
+
+// parseTLS reads the tls_* attributes and insecure_skip_verify: the TLS
+// configuration of an amqps:// url, or nil for amqp://, which takes none.
+func parseTLS(target cty.Value, uri amqp.URI, raw string) (*tls.Config, error) {
+	names := []string{"tls_ca", "tls_cert", "tls_key", "tls_server_name"}
+	values := map[string]string{}
+	for _, name := range names {
+		s, err := stringAttr(target, name)
+		if err != nil {
+			return nil, inAttr(name, err)
+		}
+		values[name] = s
+	}
+	insecure := false
+	if err := boolAttr(target, "target", "insecure_skip_verify", &insecure); err != nil {
+		return nil, inAttr("insecure_skip_verify", err)
+	}
+	ca, cert, key := values["tls_ca"], values["tls_cert"], values["tls_key"]
+	if uri.Scheme != "amqps" {
+		for _, name := range append(names, "insecure_skip_verify") {
+			if values[name] != "" || (name == "insecure_skip_verify" && insecure) {
+				return nil, inAttr(name, fmt.Errorf("amqp: target %s is set, but tls_* and insecure_skip_verify need an amqps:// url; url %q is plain amqp", name, redact(raw)))
+			}
+		}
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: values["tls_server_name"], InsecureSkipVerify: insecure} //nolint:gosec // the user's explicit choice
+	if tc.ServerName == "" {
+		tc.ServerName = uri.Host
+	}
+	if ca != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(ca)) {
+			return nil, inAttr("tls_ca", errors.New("amqp: target tls_ca holds no PEM certificate; pass its content, such as tls_ca = file(\"ca.pem\")"))
+		}
+		tc.RootCAs = pool
+	}
+	if (cert == "") != (key == "") {
+		set := "tls_cert"
+		if cert == "" {
+			set = "tls_key"
+		}
+		return nil, inAttr(set, errors.New("amqp: target tls_cert and tls_key go together: set both for a client certificate, or neither"))
+	}
+	if cert != "" {
+		pair, err := tls.X509KeyPair([]byte(cert), []byte(key))
+		if err != nil {
+			return nil, inAttr("tls_cert", fmt.Errorf("amqp: target tls_cert and tls_key: %v", err))
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
 }
 
 // redact hides a URL's password in messages.
