@@ -3,6 +3,10 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
@@ -45,6 +49,7 @@ var fakeHTTP = fakeProtocol{protocols.Info{
 		"form":    attr("form", cty.Map(cty.String), false),
 		"timeout": attr("timeout", cty.String, false),
 	},
+	Metrics: []string{protocols.MetricTTFB, protocols.MetricConnect},
 }}
 
 // fakeEcho is a second protocol with a required request attribute.
@@ -69,4 +74,62 @@ func testOptions() Options {
 		},
 		DemoURL: func() (string, error) { return "http://127.0.0.1:9999", nil },
 	}
+}
+
+// fakeKV is a plugin's protocol that checks its values as the plugins'
+// Validate call does: a timeout must be a duration, in the target and in a
+// request. Open uses the same check, so the two cannot disagree.
+type fakeKV struct{ fakeProtocol }
+
+func newFakeKV(name string) fakeKV {
+	return fakeKV{fakeProtocol{protocols.Info{
+		Name:    name,
+		Version: "0.0.0-test",
+		TargetSpec: hcldec.ObjectSpec{
+			"address": attr("address", cty.String, true),
+			"timeout": attr("timeout", cty.String, false),
+		},
+		RequestSpec: hcldec.ObjectSpec{
+			"key":     attr("key", cty.String, true),
+			"timeout": attr("timeout", cty.String, false),
+		},
+		Metrics: []string{"kv_misses"},
+	}}}
+}
+
+// checkTimeout is fakeKV's one decoder of a timeout attribute.
+func checkTimeout(v cty.Value) (string, error) {
+	s, err := protocols.StringAttr(v, "timeout")
+	if err != nil || s == "" {
+		return "", err
+	}
+	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+		return "timeout", fmt.Errorf("timeout %q is not a duration; write one such as \"2s\" or \"500ms\"", s)
+	}
+	return "", nil
+}
+
+func (fakeKV) ValidateTarget(v cty.Value) (string, error)  { return checkTimeout(v) }
+func (fakeKV) ValidateRequest(v cty.Value) (string, error) { return checkTimeout(v) }
+
+func (p fakeKV) Open(ctx context.Context, v cty.Value) (protocols.Client, error) {
+	if _, err := checkTimeout(v); err != nil {
+		return nil, err
+	}
+	return p.fakeProtocol.Open(ctx, v)
+}
+
+var (
+	_ protocols.TargetValidator  = fakeKV{}
+	_ protocols.RequestValidator = fakeKV{}
+)
+
+// fakePluginHost is an Options.Plugins that provides every declared plugin
+// as a fakeKV under its block's name.
+func fakePluginHost(decls []*Plugin) (*protocols.Registry, hcl.Diagnostics) {
+	reg := testOptions().Protocols
+	for _, d := range decls {
+		reg = reg.With(newFakeKV(d.Name))
+	}
+	return reg, nil
 }

@@ -92,10 +92,10 @@ func functions(dir string, opts Options) map[string]function.Function {
 		"toset":      stdlib.MakeToFunc(cty.Set(cty.DynamicPseudoType)),
 
 		// hload
-		"random_int":    randomIntFunc,
-		"random_choice": randomChoiceFunc,
-		"random_string": randomStringFunc,
-		"uuid":          uuidFunc,
+		"random_int":    randomIntFunc(runDraws{}),
+		"random_choice": randomChoiceFunc(runDraws{}),
+		"random_string": randomStringFunc(runDraws{}),
+		"uuid":          uuidFunc(runDraws{}),
 		"unix_micros":   unixMicrosFunc,
 		"env":           envFunc(opts.LookupEnv),
 		"file":          fileFunc(dir),
@@ -105,106 +105,167 @@ func functions(dir string, opts Options) map[string]function.Function {
 	}
 }
 
-// randomIntFunc returns a whole number in [min, max], both included.
-var randomIntFunc = function.New(&function.Spec{
-	Description: "Returns a random whole number between min and max, both included.",
-	Params: []function.Parameter{
-		{Name: "min", Type: cty.Number},
-		{Name: "max", Type: cty.Number},
-	},
-	Type: function.StaticReturnType(cty.Number),
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		lo, ok := wholeNumber(args[0])
-		if !ok {
-			return cty.NilVal, function.NewArgErrorf(0, "min must be a whole number")
-		}
-		hi, ok := wholeNumber(args[1])
-		if !ok {
-			return cty.NilVal, function.NewArgErrorf(1, "max must be a whole number")
-		}
-		if lo > hi {
-			return cty.NilVal, function.NewArgErrorf(1, "max (%d) is less than min (%d)", hi, lo)
-		}
-		// The span is computed in uint64 so that the full int64 range works.
-		span := uint64(hi) - uint64(lo)
-		var r uint64
-		if span == math.MaxUint64 {
-			r = rand.Uint64()
-		} else {
-			r = rand.Uint64N(span + 1)
-		}
-		return cty.NumberIntVal(lo + int64(r)), nil
-	},
-})
+// draws is where the random functions take their values from.
+type draws interface {
+	Uint64() uint64
+	Uint64N(n uint64) uint64
+	IntN(n int) int
+}
 
-// randomChoiceFunc returns one element of a non-empty list, chosen at random.
-var randomChoiceFunc = function.New(&function.Spec{
-	Description: "Returns one element of a list, chosen at random.",
-	Params:      []function.Parameter{{Name: "list", Type: cty.DynamicPseudoType}},
-	Type: func(args []cty.Value) (cty.Type, error) {
-		ty := args[0].Type()
-		switch {
-		case ty.IsListType(), ty.IsSetType():
-			return ty.ElementType(), nil
-		case ty.IsTupleType(), ty == cty.DynamicPseudoType:
-			return cty.DynamicPseudoType, nil
-		}
-		return cty.NilType, function.NewArgErrorf(0, "a list is required")
-	},
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		list := args[0]
-		if list.IsNull() {
-			return cty.NilVal, function.NewArgErrorf(0, "a list is required, not null")
-		}
-		n := list.LengthInt()
-		if n == 0 {
-			return cty.NilVal, function.NewArgErrorf(0, "the list is empty")
-		}
-		pick := rand.IntN(n)
-		i := 0
-		for it := list.ElementIterator(); it.Next(); i++ {
-			if i == pick {
-				_, v := it.Element()
-				return v, nil
+// runDraws are math/rand/v2's global generator: random at every run, and
+// safe for the VUs' concurrent calls.
+type runDraws struct{}
+
+func (runDraws) Uint64() uint64          { return rand.Uint64() }
+func (runDraws) Uint64N(n uint64) uint64 { return rand.Uint64N(n) }
+func (runDraws) IntN(n int) int          { return rand.IntN(n) }
+
+// loadSeed seeds the draws of a per-iteration expression's sample
+// evaluation at load. Any fixed value works: what matters is that loading
+// the same files draws the same values, so that validate, plan and apply
+// give one verdict on an expression that fails only for some draws.
+const loadSeed = 12
+
+// loadFunctions returns the random functions for a sample evaluation at
+// load: each call gets its own generator with the fixed seed, so that the
+// draws of one request do not depend on the others. Load is single
+// threaded; the generator is not safe for concurrent use.
+func loadFunctions() map[string]function.Function {
+	d := rand.New(rand.NewPCG(loadSeed, loadSeed))
+	return map[string]function.Function{
+		"random_int":    randomIntFunc(d),
+		"random_choice": randomChoiceFunc(d),
+		"random_string": randomStringFunc(d),
+		"uuid":          uuidFunc(d),
+	}
+}
+
+// randomIntFunc returns random_int(min, max): a whole number in [min, max],
+// both included.
+func randomIntFunc(d draws) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns a random whole number between min and max, both included.",
+		Params: []function.Parameter{
+			{Name: "min", Type: cty.Number},
+			{Name: "max", Type: cty.Number},
+		},
+		Type: function.StaticReturnType(cty.Number),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			lo, ok := wholeNumber(args[0])
+			if !ok {
+				return cty.NilVal, function.NewArgErrorf(0, "min must be a whole number")
 			}
-		}
-		return cty.NilVal, errors.New("random_choice: list changed length") // unreachable
-	},
-})
+			hi, ok := wholeNumber(args[1])
+			if !ok {
+				return cty.NilVal, function.NewArgErrorf(1, "max must be a whole number")
+			}
+			if lo > hi {
+				return cty.NilVal, function.NewArgErrorf(1, "max (%d) is less than min (%d)", hi, lo)
+			}
+			// The span is computed in uint64 so that the full int64 range works.
+			span := uint64(hi) - uint64(lo)
+			var r uint64
+			if span == math.MaxUint64 {
+				r = d.Uint64()
+			} else {
+				r = d.Uint64N(span + 1)
+			}
+			return cty.NumberIntVal(lo + int64(r)), nil
+		},
+	})
+}
+
+// randomChoiceFunc returns random_choice(list): one element of a non-empty
+// list, chosen at random.
+func randomChoiceFunc(d draws) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns one element of a list, chosen at random.",
+		Params:      []function.Parameter{{Name: "list", Type: cty.DynamicPseudoType}},
+		Type: func(args []cty.Value) (cty.Type, error) {
+			ty := args[0].Type()
+			switch {
+			case ty.IsListType(), ty.IsSetType():
+				return ty.ElementType(), nil
+			case ty.IsTupleType(), ty == cty.DynamicPseudoType:
+				return cty.DynamicPseudoType, nil
+			}
+			return cty.NilType, function.NewArgErrorf(0, "a list is required")
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			list := args[0]
+			if list.IsNull() {
+				return cty.NilVal, function.NewArgErrorf(0, "a list is required, not null")
+			}
+			n := list.LengthInt()
+			if n == 0 {
+				return cty.NilVal, function.NewArgErrorf(0, "the list is empty")
+			}
+			pick := d.IntN(n)
+			i := 0
+			for it := list.ElementIterator(); it.Next(); i++ {
+				if i == pick {
+					_, v := it.Element()
+					return v, nil
+				}
+			}
+			return cty.NilVal, errors.New("random_choice: list changed length") // unreachable
+		},
+	})
+}
 
 // alphanumeric is the alphabet of random_string.
 const alphanumeric = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
-// randomStringFunc returns n random letters and digits.
-var randomStringFunc = function.New(&function.Spec{
-	Description: "Returns a string of n random letters and digits.",
-	Params:      []function.Parameter{{Name: "n", Type: cty.Number}},
-	Type:        function.StaticReturnType(cty.String),
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		n, ok := wholeNumber(args[0])
-		if !ok || n < 0 || n > maxRandomString {
-			return cty.NilVal, function.NewArgErrorf(0, "n must be a whole number between 0 and %d", maxRandomString)
-		}
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphanumeric[rand.IntN(len(alphanumeric))]
-		}
-		return cty.StringVal(string(b)), nil
-	},
-})
+// randomStringFunc returns random_string(n): n random letters and digits.
+func randomStringFunc(d draws) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns a string of n random letters and digits.",
+		Params:      []function.Parameter{{Name: "n", Type: cty.Number}},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			n, ok := wholeNumber(args[0])
+			if !ok || n < 0 || n > maxRandomString {
+				return cty.NilVal, function.NewArgErrorf(0, "n must be a whole number between 0 and %d", maxRandomString)
+			}
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = alphanumeric[d.IntN(len(alphanumeric))]
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
 
-// uuidFunc returns a random (version 4) UUID.
-var uuidFunc = function.New(&function.Spec{
-	Description: "Returns a random UUID (version 4).",
-	Type:        function.StaticReturnType(cty.String),
-	Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
-		id, err := uuid.NewRandom()
-		if err != nil {
-			return cty.NilVal, err
-		}
-		return cty.StringVal(id.String()), nil
-	},
-})
+// uuidFunc returns uuid(): a random (version 4) UUID.
+func uuidFunc(d draws) function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns a random UUID (version 4).",
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
+			var id uuid.UUID
+			var err error
+			if _, run := d.(runDraws); run {
+				id, err = uuid.NewRandom() // crypto/rand, as before
+			} else {
+				id, err = uuid.NewRandomFromReader(drawReader{d})
+			}
+			if err != nil {
+				return cty.NilVal, err
+			}
+			return cty.StringVal(id.String()), nil
+		},
+	})
+}
+
+// drawReader reads bytes from draws, for uuid's reader.
+type drawReader struct{ d draws }
+
+func (r drawReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r.d.IntN(256))
+	}
+	return len(p), nil
+}
 
 // unixMicrosFunc returns the wall-clock time of the call in whole
 // microseconds since the Unix epoch: a send timestamp for a payload, from

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+
+	hloadhttp "github.com/hload/hload/protocols/http"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/invalid")
@@ -24,12 +26,10 @@ func TestInvalidGolden(t *testing.T) {
 	if len(cases) < 20 {
 		t.Fatalf("found %d invalid cases, want at least 20", len(cases))
 	}
-	opts := testOptions()
-	opts.DemoURL = nil // 40-demo-url-unavailable
 	for _, path := range cases {
 		name := strings.TrimSuffix(filepath.Base(path), ".hcl")
 		t.Run(name, func(t *testing.T) {
-			test, diags := Load([]string{path}, opts)
+			test, diags := Load([]string{path}, goldenOptions(name))
 			var errs hcl.Diagnostics
 			for _, d := range diags {
 				if d.Severity == hcl.DiagError {
@@ -61,6 +61,24 @@ func TestInvalidGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenOptions are the options a golden case loads with: the fake
+// protocols, plugins provided as fakeKV, and no demo target
+// (40-demo-url-unavailable). A case named "-http-" checks what the real
+// http protocol's validators say, so it loads with the real http protocol;
+// 59-plugin-without-plugin-host has no plugin host.
+func goldenOptions(name string) Options {
+	opts := testOptions()
+	opts.DemoURL = nil
+	opts.Plugins = fakePluginHost
+	if strings.Contains(name, "-without-plugin-host") {
+		opts.Plugins = nil
+	}
+	if strings.Contains(name, "-http-") {
+		opts.Protocols = opts.Protocols.With(hloadhttp.New())
+	}
+	return opts
 }
 
 // render writes diags as the CLI does, without color or wrapping.

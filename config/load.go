@@ -1,11 +1,13 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -137,6 +139,11 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 	parser := hclparse.NewParser()
 	var parsed []*hcl.File
 	for _, name := range order {
+		if d := checkText(name, files[name]); d != nil {
+			// hcl would report each bad line, echoing the binary.
+			diags = append(diags, d)
+			continue
+		}
 		f, d := parser.ParseHCL(files[name], name)
 		diags = append(diags, d...)
 		if f != nil {
@@ -193,6 +200,38 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		diags = append(diags, d)
 	}
 	return test, diags
+}
+
+// checkText returns a diagnostic when src, the content of the file name,
+// is not UTF-8 text, or nil. Its subject is the first byte at fault; the
+// file is left out of Test.Files, so no snippet echoes it.
+func checkText(name string, src []byte) *hcl.Diagnostic {
+	at, why := -1, ""
+	if i := bytes.IndexByte(src, 0); i >= 0 {
+		at, why = i, "a NUL byte"
+	}
+	for i := 0; i < len(src) && (at < 0 || i < at); {
+		r, size := utf8.DecodeRune(src[i:])
+		if r == utf8.RuneError && size <= 1 {
+			at, why = i, fmt.Sprintf("the byte 0x%02x, which is not UTF-8", src[i])
+			break
+		}
+		i += size
+	}
+	if at < 0 {
+		return nil
+	}
+	pos := hcl.Pos{Line: 1 + bytes.Count(src[:at], []byte{'\n'}), Byte: at}
+	pos.Column = 1 + utf8.RuneCount(src[bytes.LastIndexByte(src[:at], '\n')+1:at])
+	end := pos
+	end.Column, end.Byte = pos.Column+1, at+1
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Not a text file",
+		Detail: fmt.Sprintf("%s is not a UTF-8 text file: it holds %s at line %d, column %d. It looks binary; give the .hcl file that describes the test.",
+			name, why, pos.Line, pos.Column),
+		Subject: &hcl.Range{Filename: name, Start: pos, End: end},
+	}
 }
 
 // makeContexts builds the evaluation contexts once var and local are known.

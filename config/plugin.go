@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 )
 
 // pluginWhere names plugin blocks in messages about per-iteration values.
@@ -44,26 +46,36 @@ func (l *loader) decodePlugins(blocks []*hcl.Block) hcl.Diagnostics {
 		diags = append(diags, d...)
 		ok := !d.HasErrors()
 		if attr := content.Attributes["source"]; attr != nil {
-			s, good, d := l.stringAttr(attr, pluginWhere)
+			s, good, d := l.pluginString(attr)
 			diags = append(diags, d...)
-			if good && s == "" {
+			switch {
+			case good && s == nil:
+				diags = append(diags, errorDiag(attr.Expr.Range(), "Plugin source is null",
+					"source is the path of the plugin binary, and this one evaluates to null. Set a path, or leave the attribute out to search HLOAD_PLUGIN_PATH and ./plugins/ for hload-plugin-%s.", p.Name))
+				good = false
+			case good && *s == "":
 				diags = append(diags, errorDiag(attr.Expr.Range(), "Empty plugin source",
 					"source is the path of the plugin binary. Leave it out to search HLOAD_PLUGIN_PATH and ./plugins/ for hload-plugin-%s.", p.Name))
 				good = false
+			case good:
+				p.Source = *s
 			}
-			p.Source, ok = s, ok && good
+			ok = ok && good
 		}
 		if attr := content.Attributes["sha256"]; attr != nil {
-			s, good, d := l.stringAttr(attr, pluginWhere)
+			// null or "" leave the binary unpinned, so that a variable can
+			// make the pin optional.
+			s, good, d := l.pluginString(attr)
 			diags = append(diags, d...)
-			if good {
-				if _, err := hex.DecodeString(s); err != nil || len(s) != 64 {
+			if good && s != nil && *s != "" {
+				if _, err := hex.DecodeString(*s); err != nil || len(*s) != 64 {
 					diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid sha256",
-						"sha256 is the plugin binary's SHA-256 sum as 64 hexadecimal digits, as sha256sum prints it; got %q.", s))
+						"sha256 is the plugin binary's SHA-256 sum as 64 hexadecimal digits, as sha256sum prints it, or \"\" or null for no pin; got %q.", *s))
 					good = false
 				}
+				p.SHA256 = strings.ToLower(*s)
 			}
-			p.SHA256, ok = strings.ToLower(s), ok && good
+			ok = ok && good
 		}
 		if ok {
 			l.test.Plugins = append(l.test.Plugins, p)
@@ -88,6 +100,24 @@ func (l *loader) decodePlugins(blocks []*hcl.Block) hcl.Diagnostics {
 		l.opts.Protocols = reg
 	}
 	return diags
+}
+
+// pluginString evaluates a string attribute of a plugin block: nil when
+// it is null, and good false when it is wrong, which is reported.
+func (l *loader) pluginString(attr *hcl.Attribute) (s *string, good bool, diags hcl.Diagnostics) {
+	v, diags := l.evalStatic(attr.Expr, pluginWhere)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return nil, false, diags
+	}
+	if v.IsNull() {
+		return nil, true, diags
+	}
+	v, err := convert.Convert(v, cty.String)
+	if err != nil {
+		return nil, false, append(diags, typeDiag(attr, err))
+	}
+	str := v.AsString()
+	return &str, true, diags
 }
 
 // isPlugin reports whether the protocol name was declared by a plugin

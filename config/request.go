@@ -5,13 +5,14 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/hload/hload/protocols"
 )
 
 // blockCheck is the type of the check blocks inside a request.
@@ -108,7 +109,10 @@ func (l *loader) decodeRequests(s *Scenario, blocks []*hcl.Block, def scenarioTa
 			diags = append(diags, d)
 			continue
 		}
-		r, d := l.decodeRequest(s.Name, b, def, sample)
+		// Each request draws its sample values from its own fixed seed.
+		draws := sample.NewChild()
+		draws.Functions = loadFunctions()
+		r, d := l.decodeRequest(s.Name, b, def, draws)
 		diags = append(diags, d...)
 		seen[name] = r
 		s.Requests = append(s.Requests, r)
@@ -118,7 +122,9 @@ func (l *loader) decodeRequests(s *Scenario, blocks []*hcl.Block, def scenarioTa
 
 // sampleContext evaluates a per-iteration expression once at load, with
 // the values of the first iteration of the first VU, so that type errors
-// and unknown functions show up before the run.
+// and unknown functions show up before the run. decodeRequests adds the
+// random functions, drawn from a fixed seed, so that the verdict is the
+// same on every load.
 func (l *loader) sampleContext(scenario string) *hcl.EvalContext {
 	ctx := l.base.NewChild()
 	ctx.Variables = map[string]cty.Value{
@@ -177,6 +183,7 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 		content, _, d = b.Body.PartialContent(requestCoreSchema)
 	}
 	diags = append(diags, d...)
+	contentOK := !d.HasErrors() // no attribute missing or unknown
 
 	if attr := content.Attributes[requestWeight]; attr != nil {
 		w, ok, d := l.intAttr(attr, 1, "the request's share of the scenario's mix", requestWhere)
@@ -194,9 +201,13 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 		diags = append(diags, l.decodeLet(r, content.Attributes[requestLet], sample)...)
 		base, sample := r.letContexts(l.base, sample)
 		r.base = base
-		diags = append(diags, l.decodeRequestAttributes(r, content, attrs, sample)...)
+		samples, d := l.decodeRequestAttributes(r, content, attrs, sample)
+		diags = append(diags, d...)
 		diags = append(diags, l.decodeDelivery(r, content.Attributes[requestDelivery], sample)...)
-		diags = append(diags, l.validateRequest(r, content, sample)...)
+		if contentOK && !d.HasErrors() {
+			// A value already reported would be reported again.
+			diags = append(diags, l.validateRequest(r, content, attrs, samples)...)
+		}
 	}
 	return r, diags
 }
@@ -355,54 +366,38 @@ func deliveryFromValue(v cty.Value) (Delivery, error) {
 	return d, nil
 }
 
-// RequestValidator is an optional ability of a protocol: it checks a
-// request's values at load, so that a value such as a malformed duration
-// is reported with the attribute's place before any load is sent. Dynamic
-// attributes are checked with the values of the first iteration. attr
-// names the attribute at fault, as in the protocol's RequestSpec.
-type RequestValidator interface {
-	ValidateRequest(request cty.Value) (attr string, err error)
-}
-
-// validateRequest asks r's protocol, when it can, to check r's values.
-func (l *loader) validateRequest(r *Request, content *hcl.BodyContent, sample *hcl.EvalContext) hcl.Diagnostics {
+// validateRequest asks r's protocol, when it can, to check r's values with
+// the decoder its client uses per call. Dynamic attributes are checked
+// with their sample values, the ones decodeRequestAttributes computed.
+func (l *loader) validateRequest(r *Request, content *hcl.BodyContent, attrs []specAttr, samples map[string]cty.Value) hcl.Diagnostics {
 	p, ok := l.opts.Protocols.Lookup(r.Protocol)
 	if !ok {
 		return nil
 	}
-	v, ok := p.(RequestValidator)
+	v, ok := p.(protocols.RequestValidator)
 	if !ok {
 		return nil
 	}
-	attrs := make(map[string]cty.Value, len(r.types))
-	maps.Copy(attrs, r.static)
-	for key, expr := range r.dynamic {
-		val, d := expr.Value(sample)
-		if d.HasErrors() || !val.IsWhollyKnown() {
+	values := make(map[string]cty.Value, len(r.types))
+	maps.Copy(values, r.static)
+	for key := range r.dynamic {
+		s, ok := samples[key]
+		if !ok {
 			return nil // reported when the attribute was decoded
 		}
-		if cv, err := convert.Convert(val, r.types[key]); err == nil {
-			val = cv
-		}
-		attrs[key] = val
+		values[key] = s
 	}
-	name, err := v.ValidateRequest(cty.ObjectVal(attrs))
+	name, err := v.ValidateRequest(cty.ObjectVal(values))
 	if err == nil {
 		return nil
 	}
 	rng := r.DeclRange
-	if a := content.Attributes[name]; a != nil {
-		rng = a.Expr.Range()
+	for _, sa := range attrs {
+		if a := content.Attributes[sa.spec.Name]; sa.key == name && a != nil {
+			rng = a.Expr.Range()
+		}
 	}
-	msg := err.Error()
-	if name == "" || !strings.HasPrefix(msg, name) {
-		msg = capitalize(msg) // an attribute's name keeps its spelling
-	}
-	summary := "Invalid " + name
-	if name == "" {
-		summary = "Invalid request"
-	}
-	return hcl.Diagnostics{errorDiag(rng, summary, "%s", msg+".")}
+	return hcl.Diagnostics{validatorDiag(rng, name, "request", err)}
 }
 
 // requestSchema returns the schema of a request to a protocol: the core
@@ -514,9 +509,13 @@ func checkStatuses(attr *hcl.Attribute, v cty.Value) ([]int, hcl.Diagnostics) {
 }
 
 // decodeRequestAttributes evaluates the protocol attributes of r: static
-// ones now, and dynamic ones once with sample values to catch mistakes.
-func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, attrs []specAttr, sample *hcl.EvalContext) hcl.Diagnostics {
+// ones now, and dynamic ones once with sample values to catch mistakes. It
+// returns the dynamic ones' sample values, for the protocol's validator:
+// evaluating them again would draw other random values than the ones just
+// checked.
+func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, attrs []specAttr, sample *hcl.EvalContext) (map[string]cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
+	samples := map[string]cty.Value{}
 	r.types = make(map[string]cty.Type, len(attrs))
 	r.static = make(map[string]cty.Value, len(attrs))
 	for _, sa := range attrs {
@@ -543,6 +542,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 			r.dynamic[sa.key] = attr.Expr
 			l.noteDynamic(r, attr.Expr)
 			delete(r.static, sa.key)
+			samples[sa.key] = v
 		} else {
 			r.static[sa.key] = v
 		}
@@ -550,7 +550,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 	if len(r.dynamic) == 0 {
 		r.value = cty.ObjectVal(r.static)
 	}
-	return diags
+	return samples, diags
 }
 
 // checkRequestReferences reports references to per-iteration values that

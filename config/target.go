@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -91,7 +92,57 @@ func (l *loader) decodeTarget(b *hcl.Block) (*Target, *protocols.Info, hcl.Diagn
 	v, d := hcldec.Decode(rest, info.TargetSpec, l.static)
 	diags = append(diags, d...)
 	t.Config = v
+	if !d.HasErrors() {
+		diags = append(diags, validateTarget(p, t, rest, info.TargetSpec)...)
+	}
 	return t, &info, diags
+}
+
+// validateTarget asks t's protocol, when it can, to check t's values with
+// the decoder its Open uses, so that a value Open would refuse is reported
+// at its attribute before anything is started. A target is static: its
+// value is whole at load, unless a mistake already reported left a part
+// unknown.
+func validateTarget(p protocols.Protocol, t *Target, body hcl.Body, spec hcldec.ObjectSpec) hcl.Diagnostics {
+	tv, ok := p.(protocols.TargetValidator)
+	if !ok || !t.Config.IsWhollyKnown() {
+		return nil
+	}
+	name, err := tv.ValidateTarget(t.Config)
+	if err == nil {
+		return nil
+	}
+	rng := t.DeclRange
+	if a := specAttribute(body, spec, name); a != nil {
+		rng = a.Expr.Range()
+	}
+	return hcl.Diagnostics{validatorDiag(rng, name, "target", err)}
+}
+
+// specAttribute returns the attribute of body that key of spec decodes, or
+// nil when key is not an attribute of spec or the body does not set it.
+func specAttribute(body hcl.Body, spec hcldec.ObjectSpec, key string) *hcl.Attribute {
+	as, ok := spec[key].(*hcldec.AttrSpec)
+	if !ok || as == nil {
+		return nil
+	}
+	content, _, _ := body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: as.Name}}})
+	return content.Attributes[as.Name]
+}
+
+// validatorDiag turns a protocol validator's error about attribute attr
+// ("" for the block as a whole) of a block of kind what into a diagnostic
+// on rng. The protocol's message says what is wrong and how to fix it.
+func validatorDiag(rng hcl.Range, attr, what string, err error) *hcl.Diagnostic {
+	msg := strings.TrimSuffix(err.Error(), ".")
+	if attr == "" || !strings.HasPrefix(msg, attr) {
+		msg = capitalize(msg) // an attribute's name keeps its spelling
+	}
+	summary := "Invalid " + attr
+	if attr == "" {
+		summary = "Invalid " + what
+	}
+	return errorDiag(rng, summary, "%s", msg+".")
 }
 
 // builtinNames lists the protocols that are not plugins, for messages.

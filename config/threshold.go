@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/hload/hload/core/metrics"
 )
 
 // thresholdWhere names threshold blocks in messages.
@@ -65,7 +67,8 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	var d hcl.Diagnostics
 
 	metricOK := false
-	if attr := attrs["metric"]; attr != nil {
+	metricAttr := attrs["metric"]
+	if attr := metricAttr; attr != nil {
 		t.Metric, metricOK, d = l.stringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if metricOK && t.Metric == "" {
@@ -100,6 +103,14 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 			}
 		}
 	}
+	if metricOK && !diags.HasErrors() {
+		// The filters are known, so the requests the threshold watches are.
+		if d := l.checkThresholdMetric(t, scenario); d != nil {
+			d.Subject = metricAttr.Expr.Range().Ptr()
+			diags = append(diags, d)
+			metricOK = false
+		}
+	}
 	if attr := attrs["condition"]; attr != nil {
 		text, ok, d := l.stringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
@@ -120,6 +131,98 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		diags = append(diags, d...)
 	}
 	return t, diags
+}
+
+// hloadMetrics are the metrics hload computes from every request sample,
+// whatever the protocol.
+var hloadMetrics = []string{metricLatency, metricErrors, metricRPS, metricChecks}
+
+// openModelMetrics are the metrics the core records only in open-model
+// scenarios, where an iteration has a planned start.
+var openModelMetrics = []string{metrics.MetricServiceTime, metrics.MetricStartLateness}
+
+// checkThresholdMetric returns a diagnostic, without its subject, when
+// t's metric is one that none of the requests t watches can produce: a
+// name no protocol knows, or the metric of a protocol those requests do
+// not use. scenario is t's scenario filter, nil for all.
+func (l *loader) checkThresholdMetric(t *Threshold, scenario *Scenario) *hcl.Diagnostic {
+	if slices.Contains(hloadMetrics, t.Metric) {
+		return nil
+	}
+	scope := l.test.Scenarios
+	where := "this test"
+	if scenario != nil {
+		scope, where = []*Scenario{scenario}, fmt.Sprintf("scenario %q", scenario.Name)
+	}
+	if t.Request != "" {
+		where = fmt.Sprintf("request %q of %s", t.Request, where)
+	}
+	produced := slices.Clone(hloadMetrics)
+	open, used := false, []string{}
+	for _, s := range scope {
+		for _, r := range s.Requests {
+			if t.Request != "" && r.Name != t.Request {
+				continue
+			}
+			e := l.targets[r.Target]
+			if e == nil || e.info == nil {
+				return nil // the request's target is already reported
+			}
+			if !slices.Contains(used, e.info.Name) {
+				used = append(used, e.info.Name)
+				produced = append(produced, e.info.Metrics...)
+			}
+			open = open || slices.Contains(openExecutors, s.Executor.Name())
+		}
+	}
+	if open {
+		produced = append(produced, openModelMetrics...)
+	}
+	if slices.Contains(produced, t.Metric) {
+		return nil
+	}
+	produced = distinct(produced)
+	watchable := fmt.Sprintf("The metrics %s can produce: %s.", where, quoteList(produced))
+	if slices.Contains(openModelMetrics, t.Metric) {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("No scenario records %s", t.Metric),
+			Detail: fmt.Sprintf("%s is recorded only by the open-model executors (%s), and %s has none, so this threshold would never see a sample. %s",
+				t.Metric, quoteList(openExecutors), where, watchable)}
+	}
+	if owner := l.metricOwner(t.Metric); owner != "" {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("No request produces %s", t.Metric),
+			Detail: fmt.Sprintf("%s is a metric of the %s protocol, and %s only uses %s, so this threshold would never see a sample. %s",
+				t.Metric, owner, where, quoteList(used), watchable)}
+	}
+	known := slices.Clone(produced)
+	for _, name := range l.opts.Protocols.Names() {
+		p, _ := l.opts.Protocols.Lookup(name)
+		known = append(known, p.Describe().Metrics...)
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Unknown metric %q", t.Metric),
+		Detail: fmt.Sprintf("No protocol of this test produces a metric named %q, so this threshold would never see a sample.%s %s",
+			t.Metric, didYouMean(t.Metric, append(known, openModelMetrics...)), watchable)}
+}
+
+// distinct returns names without repeats, in their first order.
+func distinct(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// metricOwner returns the name of a protocol that declares metric, or "".
+func (l *loader) metricOwner(metric string) string {
+	for _, name := range l.opts.Protocols.Names() {
+		p, _ := l.opts.Protocols.Lookup(name)
+		if slices.Contains(p.Describe().Metrics, metric) {
+			return name
+		}
+	}
+	return ""
 }
 
 // checkThresholdRequest reports a request filter that matches no request:
