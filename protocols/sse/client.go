@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	nethttp "net/http"
@@ -33,6 +34,8 @@ type Client struct {
 	// closes: one goroutine per scenario, not one per stream.
 	endMu   sync.Mutex
 	endings map[<-chan struct{}]*streamSet
+
+	settler settler
 }
 
 var (
@@ -41,7 +44,11 @@ var (
 )
 
 func newClient(cfg *targetConfig, ledger *delivery.Ledger) *Client {
-	return &Client{cfg: cfg, ledger: ledger, dialer: net.Dialer{Timeout: cfg.timeout, KeepAlive: -1}, endings: map[<-chan struct{}]*streamSet{}}
+	return &Client{
+		cfg: cfg, ledger: ledger, dialer: net.Dialer{Timeout: cfg.timeout, KeepAlive: -1},
+		endings: map[<-chan struct{}]*streamSet{},
+		settler: settler{quit: make(chan struct{})},
+	}
 }
 
 // Gauges reports the streams open now.
@@ -49,14 +56,103 @@ func (c *Client) Gauges(report func(name string, value int64)) {
 	report(GaugeOpenStreams, c.open.Load())
 }
 
-// Close stops the scenario watchers. Streams end with their calls.
+// Close stops the scenario watchers and the settle ticker, and waits for
+// the ticker to end. Streams end with their calls. Close may be called
+// more than once.
 func (c *Client) Close() error {
 	c.endMu.Lock()
-	defer c.endMu.Unlock()
 	for _, set := range c.endings {
 		set.closeOnce.Do(func() { close(set.quit) })
 	}
+	c.endMu.Unlock()
+	c.settler.close()
 	return nil
+}
+
+// settleEvery is how often the streams that watch a delivery key count
+// what they missed: an event not received miss_grace after its send
+// succeeded is counted within settleEvery more, whether or not anything
+// arrives, so that sse_events_missed shows in the interval it happened
+// (and an abort threshold on it can fire) even on a silent stream.
+const settleEvery = 250 * time.Millisecond
+
+// settler settles a client's watching streams on one shared ticker: one
+// goroutine per client, only while some stream watches, rather than a
+// timer per stream.
+type settler struct {
+	mu      sync.Mutex
+	runs    map[*run]struct{}
+	ticking bool // the goroutine runs
+	closed  bool
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	batch   []*run // the goroutine's own: the runs of one tick
+}
+
+// add has r settled on every tick until remove; it starts the ticker if
+// it is not running. After close it does nothing: the run is closing.
+func (st *settler) add(r *run) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return
+	}
+	if st.runs == nil {
+		st.runs = map[*run]struct{}{}
+	}
+	st.runs[r] = struct{}{}
+	if !st.ticking {
+		st.ticking = true
+		st.wg.Go(st.tick)
+	}
+}
+
+// remove stops settling r. A tick that took r before may still call
+// r.settle, which does nothing once r is closed.
+func (st *settler) remove(r *run) {
+	st.mu.Lock()
+	delete(st.runs, r)
+	st.mu.Unlock()
+}
+
+func (st *settler) close() {
+	st.mu.Lock()
+	if !st.closed {
+		st.closed = true
+		close(st.quit)
+	}
+	st.mu.Unlock()
+	st.wg.Wait()
+}
+
+// tick settles the runs every settleEvery, and ends when none is left or
+// the client closes.
+func (st *settler) tick() {
+	t := time.NewTicker(settleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.quit:
+			return
+		case <-t.C:
+		}
+		st.mu.Lock()
+		if len(st.runs) == 0 {
+			st.ticking = false
+			st.mu.Unlock()
+			return
+		}
+		for r := range st.runs {
+			st.batch = append(st.batch, r)
+		}
+		st.mu.Unlock()
+		now := time.Now()
+		for _, r := range st.batch {
+			r.settle(now)
+		}
+		clear(st.batch)
+		st.batch = st.batch[:0]
+	}
 }
 
 // streamSet is the open streams of one scenario.
@@ -209,7 +305,8 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	start := time.Now()
 	sc, ae := parseRequest(call.Request, &c.regexes)
 	if ae != nil {
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Error: protocols.ErrProtocol})
+		// A value computed per call that validate could not see.
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Error: protocols.ErrProtocol, Message: ae.err.Error()})
 		return
 	}
 	s := &stream{stopped: make(chan struct{}), idle: sc.idleTimeout}
@@ -229,9 +326,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	r := &run{ctx: ctx, c: c, sc: sc, s: s, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay}
 	status, kind := r.hold()
 	end := time.Now()
-	if r.watch != nil {
-		r.missed(r.watch.Close(end, sc.missGrace), end)
-	}
+	r.close(end)
 	emit(protocols.Sample{
 		Metric:        protocols.MetricRequest,
 		Time:          end,
@@ -240,6 +335,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		Error:         kind,
 		BytesSent:     s.sent.Load(),
 		BytesReceived: s.received.Load(),
+		Message:       r.message(kind),
 	})
 }
 
@@ -249,13 +345,53 @@ type run struct {
 	c           *Client
 	sc          *streamConfig
 	s           *stream
-	emit        func(protocols.Sample)
-	watch       *delivery.Watch
 	lastEventID string
 	delay       time.Duration // before a reconnection; the server's retry replaces it
 	events      int
-	lastSettle  time.Time
 	frame       frame
+	why         string // the message of the last loss, for the request sample
+
+	// mu serialises the VU's goroutine and the client's settle ticker:
+	// emit, which a protocol's caller need not make safe for concurrent
+	// use, and the watch, which is used by one goroutine at a time.
+	mu sync.Mutex
+	// emit is the call's; call it under mu, or use out.
+	emit func(protocols.Sample)
+	// watch is set once, before the run joins the settler; closed is set
+	// when the call ends, after which the ticker emits nothing.
+	watch  *delivery.Watch
+	closed bool
+}
+
+// out emits s, serialised with the settle ticker's emits.
+func (r *run) out(s protocols.Sample) {
+	r.mu.Lock()
+	r.emit(s)
+	r.mu.Unlock()
+}
+
+// settle counts, as of now, the expected events that are miss_grace
+// overdue; the client's ticker calls it.
+func (r *run) settle(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.missed(r.watch.Settle(now, r.sc.missGrace), now)
+}
+
+// close ends the run's watch as of end. After it returns the ticker emits
+// nothing more for this call, so Do may return.
+func (r *run) close(end time.Time) {
+	if r.watch == nil {
+		return
+	}
+	r.c.settler.remove(r)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	r.missed(r.watch.Close(end, r.sc.missGrace), end)
 }
 
 // hold runs connections until the stream is done, and returns the last
@@ -273,8 +409,8 @@ func (r *run) hold() (status int, kind protocols.ErrorKind) {
 		if kind == protocols.ErrNone {
 			return status, kind // the number of events was reached
 		}
-		r.emit(protocols.Sample{Metric: MetricDisconnects, Time: time.Now(), Error: kind})
-		r.emit(protocols.Sample{Metric: MetricDisconnects + "_" + string(kind), Time: time.Now(), Error: kind})
+		r.out(protocols.Sample{Metric: MetricDisconnects, Time: time.Now(), Error: kind, Message: r.why})
+		r.out(protocols.Sample{Metric: MetricDisconnects + "_" + string(kind), Time: time.Now(), Error: kind, Message: r.why})
 		if !r.sc.reconnect || !reconnectable {
 			return status, kind
 		}
@@ -288,8 +424,8 @@ func (r *run) hold() (status int, kind protocols.ErrorKind) {
 			return status, protocols.ErrNone
 		case <-t.C:
 		}
-		r.emit(protocols.Sample{Metric: MetricReconnects, Time: time.Now(), Value: r.delay, Error: kind})
-		r.emit(protocols.Sample{Metric: MetricReconnects + "_" + string(kind), Time: time.Now(), Value: r.delay, Error: kind})
+		r.out(protocols.Sample{Metric: MetricReconnects, Time: time.Now(), Value: r.delay, Error: kind})
+		r.out(protocols.Sample{Metric: MetricReconnects + "_" + string(kind), Time: time.Now(), Value: r.delay, Error: kind})
 	}
 }
 
@@ -380,19 +516,24 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 	if s.stopReason() != stopNone {
 		return resp.StatusCode, protocols.ErrNone, false
 	}
-	if resp.StatusCode != nethttp.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != nethttp.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
 		// The spec fails the connection for good: no reconnection.
+		r.why = fmt.Sprintf("the server answered %d with Content-Type %q, not 200 with text/event-stream", resp.StatusCode, ct)
 		return resp.StatusCode, ErrStatus, false
 	}
 	connected := time.Now()
-	r.emit(protocols.Sample{Metric: MetricConnect, Time: connected, Value: connected.Sub(begin), Status: resp.StatusCode})
-	c.open.Add(1)
-	defer c.open.Add(-1)
 	if r.watch == nil && sc.deliveryKey != "" && c.ledger != nil {
 		// Watching starts once the server has the stream: a send that
 		// begins from now on reaches this subscriber, or it is missed.
+		// From now on the client's ticker settles it, even when nothing
+		// arrives. Before the connect sample, so that whoever sees that
+		// sample knows the sends it begins next are expected.
 		r.watch = c.ledger.Watch(sc.deliveryKey)
+		c.settler.add(r)
 	}
+	r.out(protocols.Sample{Metric: MetricConnect, Time: connected, Value: connected.Sub(begin), Status: resp.StatusCode})
+	c.open.Add(1)
+	defer c.open.Add(-1)
 
 	reader := r3sse.NewEventStreamReader(resp.Body, c.cfg.maxEventSize)
 	var last time.Time
@@ -405,7 +546,7 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 		f := &r.frame
 		f.parse(raw)
 		if f.malformed {
-			r.emit(protocols.Sample{Metric: MetricMalformed, Time: now, Error: ErrMalformed})
+			r.out(protocols.Sample{Metric: MetricMalformed, Time: now, Error: ErrMalformed})
 		}
 		if f.hasID {
 			r.lastEventID = string(f.id)
@@ -416,6 +557,8 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 		if !f.hasData {
 			continue // a comment, a heartbeat or a frame of fields only
 		}
+		// One lock for the event's samples, rather than one per sample.
+		r.mu.Lock()
 		if last.IsZero() {
 			r.emit(protocols.Sample{Metric: MetricFirstEvent, Time: now, Value: now.Sub(begin)})
 		} else {
@@ -424,6 +567,7 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 		last = now
 		r.emit(protocols.Sample{Metric: MetricEvents, Time: now})
 		r.deliver(f.data, now)
+		r.mu.Unlock()
 		r.events++
 		if sc.events > 0 && r.events >= sc.events {
 			return resp.StatusCode, protocols.ErrNone, false
@@ -440,17 +584,13 @@ func hasHeader(hs [][2]string, key string) bool {
 	return false
 }
 
-// settleEvery is how often a watching stream counts what it missed while
-// it runs, so that sse_events_missed shows up in the interval it happened,
-// and the ledger can drop what every stream has settled.
-const settleEvery = time.Second
-
-// deliver reads an event's id and send time and matches them.
+// deliver reads an event's id and send time and matches them; the caller
+// holds r.mu.
 func (r *run) deliver(data []byte, now time.Time) {
 	sc := r.sc
 	if sc.id.set() {
 		if id, err := sc.id.extract(data); err != nil {
-			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol})
+			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol, Message: sc.id.describe("id") + ": " + err.Error()})
 		} else if r.watch != nil {
 			switch r.watch.Received(id) {
 			case delivery.ReceiptDuplicate:
@@ -467,24 +607,29 @@ func (r *run) deliver(data []byte, now time.Time) {
 			sent, err = parseTimestamp(raw, sc.sentAtUnit)
 		}
 		if err != nil {
-			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol})
+			r.emit(protocols.Sample{Metric: MetricExtractErrors, Time: now, Error: protocols.ErrProtocol, Message: sc.sentAt.describe("sent_at") + ": " + err.Error()})
 		} else {
 			// Wall clocks: sender and subscriber must share the host's.
 			r.emit(protocols.Sample{Metric: MetricDeliveryLatency, Time: now, Value: max(0, now.Sub(sent))})
 		}
 	}
-	if r.watch != nil && now.Sub(r.lastSettle) >= settleEvery {
-		r.lastSettle = now
-		r.missed(r.watch.Settle(now, sc.missGrace), now)
-	}
 }
 
 // missed emits one sample per missed event, so that a threshold such as
-// count == 0 reads the number of events.
+// count == 0 reads the number of events; the caller holds r.mu.
 func (r *run) missed(n int, now time.Time) {
 	for range n {
 		r.emit(protocols.Sample{Metric: MetricEventsMissed, Time: now})
 	}
+}
+
+// message is the request sample's Message for a call that ended with
+// kind: why the stream was lost, when it was.
+func (r *run) message(kind protocols.ErrorKind) string {
+	if kind == protocols.ErrNone || kind == protocols.ErrInterrupted {
+		return ""
+	}
+	return r.why
 }
 
 // connErr classifies an error before the stream opened: a deadline there
@@ -493,10 +638,16 @@ func (r *run) connErr(err error) protocols.ErrorKind {
 	if r.s.stopReason() != stopNone {
 		return protocols.ErrNone
 	}
+	r.why = err.Error()
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return protocols.ErrReset // closed before it answered
+		r.why = "the server closed the connection before it answered"
+		return protocols.ErrReset
 	}
-	return protocols.NetErrorKind(err)
+	kind := protocols.NetErrorKind(err)
+	if kind == protocols.ErrTimeout {
+		r.why = fmt.Sprintf("no answer within the target's timeout (%s)", r.c.cfg.timeout)
+	}
+	return kind
 }
 
 // readErr classifies the error that ended a connection's reading.
@@ -505,11 +656,15 @@ func (r *run) readErr(err error) protocols.ErrorKind {
 	case r.s.stopReason() != stopNone:
 		return protocols.ErrNone
 	case errors.Is(err, bufio.ErrTooLong):
+		r.why = fmt.Sprintf("a frame longer than max_event_size (%d bytes)", r.c.cfg.maxEventSize)
 		return ErrMalformed
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		r.why = fmt.Sprintf("nothing arrived for idle_timeout (%s)", r.sc.idleTimeout)
 		return ErrStall
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		r.why = "the server ended the stream"
 		return ErrEOF
 	}
+	r.why = err.Error()
 	return protocols.NetErrorKind(err)
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -100,6 +102,15 @@ type extractor struct {
 }
 
 func (x extractor) set() bool { return x.path != nil || x.re != nil }
+
+// describe names the extractor for a message: what, the attribute's
+// stem ("id", "sent_at"), with _field or _regex and its value.
+func (x extractor) describe(what string) string {
+	if x.re != nil {
+		return fmt.Sprintf("%s_regex %q", what, x.re.String())
+	}
+	return fmt.Sprintf("%s_field %q", what, strings.Join(x.path, "."))
+}
 
 var errNotFound = errors.New("not found")
 

@@ -17,7 +17,6 @@ package sse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/url"
@@ -77,6 +76,35 @@ const (
 	ErrStatus    protocols.ErrorKind = "status"    // the response was not 200 text/event-stream
 )
 
+// reasons are the error kinds a stream can be lost with, each the suffix
+// of an sse_disconnects_<reason> metric; all but status also name an
+// sse_reconnects_<reason> metric (status is never retried). The shared
+// ones are what protocols.NetErrorKind returns, and reset for a
+// connection closed before its answer.
+var reasons = []protocols.ErrorKind{
+	ErrEOF, ErrStall, ErrMalformed, ErrStatus,
+	protocols.ErrReset, protocols.ErrTimeout, protocols.ErrConnectionRefused,
+	protocols.ErrDNS, protocols.ErrTLS, protocols.ErrProtocol,
+}
+
+// metrics lists every metric a stream emits besides the request sample,
+// and the client's gauge, for Info.Metrics: a threshold on any other name
+// is an error at load.
+func metrics() []string {
+	out := []string{
+		MetricConnect, MetricFirstEvent, MetricEventGap, MetricEvents, MetricDeliveryLatency,
+		MetricEventsMissed, MetricEventsLate, MetricEventsDuplicate, MetricExtractErrors, MetricMalformed,
+		MetricDisconnects, MetricReconnects, GaugeOpenStreams,
+	}
+	for _, r := range reasons {
+		out = append(out, MetricDisconnects+"_"+string(r))
+		if r != ErrStatus {
+			out = append(out, MetricReconnects+"_"+string(r))
+		}
+	}
+	return out
+}
+
 // userAgent tells hload's streams apart in server logs.
 const userAgent = "hload/" + Version
 
@@ -85,7 +113,11 @@ type Protocol struct {
 	info protocols.Info
 }
 
-var _ protocols.Protocol = (*Protocol)(nil)
+var (
+	_ protocols.Protocol         = (*Protocol)(nil)
+	_ protocols.TargetValidator  = (*Protocol)(nil)
+	_ protocols.RequestValidator = (*Protocol)(nil)
+)
 
 // New returns the SSE protocol.
 func New() *Protocol {
@@ -94,6 +126,7 @@ func New() *Protocol {
 		Version:     Version,
 		TargetSpec:  targetSpec(),
 		RequestSpec: requestSpec(),
+		Metrics:     metrics(),
 	}}
 }
 
@@ -135,20 +168,30 @@ func requestSpec() hcldec.ObjectSpec {
 // Open validates a target and returns its client. The run's ledger, if
 // ctx carries one, is kept for matching delivery ids.
 func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	cfg, err := parseTarget(target)
-	if err != nil {
-		return nil, err
+	cfg, ae := parseTarget(target)
+	if ae != nil {
+		return nil, fmt.Errorf("sse: target %w", ae.err)
 	}
 	return newClient(cfg, delivery.LedgerFrom(ctx)), nil
 }
 
-// ValidateRequest checks a request's values at load; it returns the name
-// of the attribute at fault. The config package finds it by type assertion.
+// ValidateTarget checks a target's values at load with parseTarget, the
+// decoder Open uses (protocols.TargetValidator): it returns the attribute
+// at fault, and a message that starts with its name.
+func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
+	if _, ae := parseTarget(target); ae != nil {
+		return ae.attr, ae.err
+	}
+	return "", nil
+}
+
+// ValidateRequest checks a request's values at load with parseRequest, the
+// decoder each call uses (protocols.RequestValidator): it returns the
+// attribute at fault, and a message that starts with its name.
 func (p *Protocol) ValidateRequest(request cty.Value) (string, error) {
 	var rc regexCache
-	_, attrErr := parseRequest(request, &rc)
-	if attrErr != nil {
-		return attrErr.attr, attrErr.err
+	if _, ae := parseRequest(request, &rc); ae != nil {
+		return ae.attr, ae.err
 	}
 	return "", nil
 }
@@ -162,43 +205,50 @@ type targetConfig struct {
 	maxEventSize int
 }
 
-func parseTarget(target cty.Value) (*targetConfig, error) {
+// parseTarget validates a target block's values; Open and ValidateTarget
+// both go through it.
+func parseTarget(target cty.Value) (*targetConfig, *attrError) {
 	if target.IsNull() || !target.IsKnown() || !target.Type().IsObjectType() {
-		return nil, errors.New("sse: target must be a known object")
+		return nil, bad("", "the target must be a known object")
 	}
 	cfg := &targetConfig{timeout: DefaultTimeout, maxEventSize: DefaultMaxEventSize}
 	raw, err := protocols.StringAttr(target, "base_url")
 	if err != nil {
-		return nil, fmt.Errorf("sse: target %w", err)
+		return nil, &attrError{attr: "base_url", err: err}
 	}
 	if raw == "" {
-		return nil, errors.New("sse: target base_url is required")
+		return nil, bad("base_url", "base_url is required")
 	}
 	u, err := parseBaseURL(raw)
 	if err != nil {
-		return nil, fmt.Errorf("sse: target base_url %w", err)
+		return nil, bad("base_url", "base_url %v", err)
 	}
 	cfg.base = u
 	if cfg.headers, err = mapAttr(target, "headers"); err != nil {
-		return nil, fmt.Errorf("sse: target %w", err)
+		return nil, &attrError{attr: "headers", err: err}
 	}
 	if cfg.timeout, err = durationAttr(target, "timeout", cfg.timeout); err != nil {
-		return nil, fmt.Errorf("sse: target %w", err)
+		return nil, &attrError{attr: "timeout", err: err}
 	}
 	if v := protocols.Attr(target, "insecure_skip_verify"); !v.IsNull() {
 		b, err := convert.Convert(v, cty.Bool)
 		if err != nil || !b.IsKnown() {
-			return nil, errors.New("sse: target insecure_skip_verify must be a bool")
+			return nil, bad("insecure_skip_verify", "insecure_skip_verify must be true or false")
 		}
 		cfg.insecure = b.True()
 	}
 	if cfg.maxEventSize, err = intAttr(target, "max_event_size", 256, 64<<20, cfg.maxEventSize); err != nil {
-		return nil, fmt.Errorf("sse: target %w", err)
+		return nil, &attrError{attr: "max_event_size", err: err}
 	}
 	return cfg, nil
 }
 
 func parseBaseURL(raw string) (*url.URL, error) {
+	if !strings.Contains(raw, "://") {
+		// "127.0.0.1:8080" parses as a scheme and an opaque part, or not
+		// at all: neither message would say what is missing.
+		return nil, fmt.Errorf("%q has no scheme: write \"http://%s\" or \"https://%s\"", raw, raw, raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a URL: %v", raw, err)

@@ -56,11 +56,34 @@ func (s *samples) of(metric string) []protocols.Sample {
 
 func (s *samples) request(t *testing.T) protocols.Sample {
 	t.Helper()
+	s.checkDeclared(t)
 	rs := s.of(protocols.MetricRequest)
 	if len(rs) != 1 {
 		t.Fatalf("%d request samples, want 1", len(rs))
 	}
 	return rs[0]
+}
+
+// declared is the protocol's Info.Metrics, as a set.
+var declared = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range New().Describe().Metrics {
+		m[name] = true
+	}
+	return m
+}()
+
+// checkDeclared fails the test for every metric emitted that Info.Metrics
+// does not name: a threshold on it would be refused at load.
+func (s *samples) checkDeclared(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, smp := range s.all {
+		if smp.Metric != protocols.MetricRequest && !declared[smp.Metric] {
+			t.Errorf("metric %q is emitted but not in Info.Metrics", smp.Metric)
+		}
+	}
 }
 
 // open returns a client of a target at baseURL, opened through p: the
@@ -93,6 +116,9 @@ func gauger(t *testing.T, c protocols.Client) protocols.Gauger {
 func openStreams(g protocols.Gauger) int64 {
 	n := int64(-1)
 	g.Gauges(func(name string, v int64) {
+		if !declared[name] {
+			panic("gauge " + name + " is not in Info.Metrics")
+		}
 		if name == GaugeOpenStreams {
 			n = v
 		}
@@ -458,6 +484,9 @@ func TestStatusAndReset(t *testing.T) {
 			conn.Close()
 		}))
 		defer reset.Close()
+		if req := got.request(t); !strings.Contains(req.Message, "answered 503") {
+			t.Errorf("request message %q, want why: the server answered 503", req.Message)
+		}
 		c = open(t, p, reset.URL)
 		got = samples{}
 		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"duration": str("10s")})}, got.emit)
@@ -534,5 +563,82 @@ func TestValidateRequest(t *testing.T) {
 	}
 	if attr, err := New().ValidateRequest(request(map[string]cty.Value{"path": str("/s"), "delivery_key": str("k"), "id_field": str("a.b")})); err != nil {
 		t.Errorf("valid request: %s: %v", attr, err)
+	}
+}
+
+// TestBadCallSaysWhy: a value computed per call that the decoder refuses
+// fails the call as protocol, with the reason in its message, on both
+// paths; a stall's reason is in its message too.
+func TestBadCallSaysWhy(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+			send("data: a\n\n")
+			holdUntilGone(r)
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL)
+		var got samples
+		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"duration": str("soon")})}, got.emit)
+		if req := got.request(t); req.Error != protocols.ErrProtocol || !strings.Contains(req.Message, `duration "soon" must be a positive duration`) {
+			t.Errorf("request %q, message %q: want protocol, and why", req.Error, req.Message)
+		}
+		got = samples{}
+		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"idle_timeout": str("50ms")})}, got.emit)
+		if req := got.request(t); req.Error != ErrStall || req.Message != "nothing arrived for idle_timeout (50ms)" {
+			t.Errorf("request %q, message %q: want stall, and why", req.Error, req.Message)
+		}
+	})
+}
+
+// TestValidateTarget: each target value Open refuses, ValidateTarget
+// refuses first, at its attribute, with a message that says what to write.
+func TestValidateTarget(t *testing.T) {
+	for _, tc := range []struct {
+		attrs map[string]cty.Value
+		attr  string
+		msg   string
+	}{
+		{map[string]cty.Value{"base_url": str("127.0.0.1:8080")}, "base_url", `base_url "127.0.0.1:8080" has no scheme: write "http://127.0.0.1:8080"`},
+		{map[string]cty.Value{"base_url": str("localhost:8080")}, "base_url", `has no scheme`},
+		{map[string]cty.Value{"base_url": str("ftp://h")}, "base_url", `must be an http:// or https:// URL`},
+		{map[string]cty.Value{"base_url": str("http://")}, "base_url", `has no host`},
+		{map[string]cty.Value{"base_url": str("")}, "base_url", `base_url is required`},
+		{map[string]cty.Value{"base_url": str("http://h"), "timeout": str("fast")}, "timeout", `timeout "fast" must be a positive duration`},
+		{map[string]cty.Value{"base_url": str("http://h"), "max_event_size": cty.NumberIntVal(10)}, "max_event_size", `max_event_size must be a whole number from 256`},
+		{map[string]cty.Value{"base_url": str("http://h"), "headers": cty.MapVal(map[string]cty.Value{"X": str("a\nb")})}, "headers", `must not contain line breaks`},
+	} {
+		v := target(tc.attrs)
+		attr, err := New().ValidateTarget(v)
+		if attr != tc.attr || err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%v: ValidateTarget = %q, %v; want %q and %q", tc.attrs, attr, err, tc.attr, tc.msg)
+		}
+		if _, err := New().Open(context.Background(), v); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%v: Open = %v; want the same refusal, %q", tc.attrs, err, tc.msg)
+		}
+	}
+	if attr, err := New().ValidateTarget(target(map[string]cty.Value{"base_url": str("https://h:8443/api/"), "timeout": str("2s")})); err != nil {
+		t.Errorf("valid target: %s: %v", attr, err)
+	}
+}
+
+// TestInfoMetrics: every metric name the protocol declares is one it can
+// emit; what it does emit is checked against the list in every test that
+// reads a request sample (checkDeclared).
+func TestInfoMetrics(t *testing.T) {
+	names := New().Describe().Metrics
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
+			t.Errorf("%q is listed twice", name)
+		}
+		seen[name] = true
+	}
+	for _, want := range []string{MetricEvents, MetricEventsMissed, MetricEventsLate, GaugeOpenStreams, "sse_disconnects_stall", "sse_reconnects_eof", "sse_disconnects_status"} {
+		if !seen[want] {
+			t.Errorf("Info.Metrics lacks %q", want)
+		}
+	}
+	if seen["sse_reconnects_status"] {
+		t.Error("Info.Metrics lists sse_reconnects_status, which is never emitted: a status is not retried")
 	}
 }
