@@ -125,7 +125,7 @@ func (c *Client) Close() error {
 // trace marks belongs to the goroutine running the VU's current call.
 type vu struct {
 	cfg       *targetConfig
-	counters  byteCounters
+	wire      wire
 	transport *nethttp.Transport
 	client    nethttp.Client
 	jar       lazyJar
@@ -204,7 +204,7 @@ func (r *replay) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
 
 func newVU(cfg *targetConfig, check func(*nethttp.Request, []*nethttp.Request) error) *vu {
 	v := &vu{cfg: cfg}
-	d := newDialer(cfg, &v.counters)
+	d := newDialer(cfg, &v.wire)
 	protos := new(nethttp.Protocols)
 	protos.SetHTTP1(true)
 	h2 := cfg.http2 && cfg.base.Scheme == "https"
@@ -234,6 +234,12 @@ func newVU(cfg *targetConfig, check func(*nethttp.Request, []*nethttp.Request) e
 type callState struct {
 	trace  httptrace.ClientTrace
 	header nethttp.Header
+	// cancel ends the call's context. It is set before the call is made
+	// in flight, and a connection's reader calls it, through lose, when
+	// the connection fails after the request was written: that keeps the
+	// transport from sending the request again. lost says why.
+	cancel context.CancelFunc
+	lost   atomic.Pointer[lostCall]
 
 	start     time.Time
 	firstByte atomic.Int64 // time to first byte in ns; 0 until seen
@@ -254,14 +260,46 @@ func newCallState() *callState {
 	return s
 }
 
-func (s *callState) reset(start time.Time) {
+func (s *callState) reset(start time.Time, cancel context.CancelFunc) {
 	s.start = start
+	s.cancel = cancel
+	s.lost.Store(nil)
 	s.firstByte.Store(0)
 	s.wrote.Store(0)
 	s.conns = 0
 	s.connect = 0
 	s.connected = time.Time{}
 	s.newConn = false
+}
+
+// lostCall is why a connection failed under a call after its request was
+// written.
+type lostCall struct {
+	kind protocols.ErrorKind
+	err  error
+}
+
+// lose ends the call whose request was written on a connection that then
+// failed before a byte of the response came: at once, on the connection's
+// reader goroutine, so that the transport sees the call's context done
+// before it could send the request again. An end of stream on a reused
+// connection is the server closing it as idle, most likely before it read
+// the request: idle_closed. Anything else is a reset, or what the error
+// says it is.
+func (s *callState) lose(err error, reused bool) {
+	kind := protocols.ErrReset
+	switch {
+	case errors.Is(err, io.EOF) && reused:
+		kind = protocols.ErrIdleClosed
+	case errors.Is(err, io.EOF):
+	default:
+		if k := protocols.NetErrorKind(err); k != protocols.ErrProtocol {
+			kind = k
+		}
+	}
+	if s.lost.CompareAndSwap(nil, &lostCall{kind: kind, err: err}) {
+		s.cancel()
+	}
 }
 
 // gotConn runs on the caller's goroutine for HTTP/1 and HTTP/2 alike.
@@ -326,19 +364,21 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	v := c.vu(call.VU)
 	st := v.call
 
-	req, timeout, err := v.build(call.Request, st.header)
+	req, opt, err := v.build(call.Request, st.header)
 	if err != nil {
 		end := time.Now()
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start), Error: protocols.ErrProtocol})
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start),
+			Error: protocols.ErrProtocol, Message: err.Error()})
 		return
 	}
 
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
-	st.reset(start)
+	st.reset(start, cancel)
 	req = req.WithContext(httptrace.WithClientTrace(rctx, &st.trace))
-	sent, received := v.counters.sent.Load(), v.counters.received.Load()
+	sent, received := v.wire.sent.Load(), v.wire.received.Load()
 
+	v.wire.inflight.Store(st)
 	resp, err := v.send(req)
 	var status int
 	var body []byte
@@ -355,11 +395,14 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 			resp.Body.Close()
 		}
 	}
+	v.wire.inflight.Store(nil)
 	end := time.Now()
 
-	kind := protocols.ErrNone
+	kind, msg := protocols.ErrNone, ""
 	if err != nil {
-		kind = classify(ctx, rctx, err)
+		kind, msg = classify(ctx, rctx, st, err, opt.timeout)
+	} else if opt.expected.failed(status) {
+		kind, msg = statusKind(status), statusMessage(resp, &opt.expected)
 	}
 	if err != nil || !st.quiet() {
 		// A transport goroutine may still hold st; let it keep it.
@@ -378,8 +421,9 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		Value:         end.Sub(start),
 		Status:        status,
 		Error:         kind,
-		BytesSent:     v.counters.sent.Load() - sent,
-		BytesReceived: v.counters.received.Load() - received,
+		Message:       msg,
+		BytesSent:     v.wire.sent.Load() - sent,
+		BytesReceived: v.wire.received.Load() - received,
 		Body:          body,
 	})
 	if v.body.Cap() > maxKeptBody {

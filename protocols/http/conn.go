@@ -3,6 +3,8 @@ package http
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"net"
 	"net/http/httptrace"
 	"sync"
@@ -10,20 +12,33 @@ import (
 	"time"
 )
 
-// byteCounters are one VU's running totals of bytes written to and read from
-// its connections. The transport's reader and writer goroutines update them,
-// so they are atomic; Do takes deltas around a call.
-type byteCounters struct {
+// wire is what one VU's connections share with its calls: running totals
+// of the bytes written and read, which the transport's reader and writer
+// goroutines update and Do takes deltas of, and the call in flight, which
+// a connection's writer arms itself with; see countingConn.
+type wire struct {
 	sent     atomic.Int64
 	received atomic.Int64
+	inflight atomic.Pointer[callState]
 }
 
 // countingConn is a TCP connection that counts its bytes into its VU's
-// counters and remembers how long it took to set up, so that the first call
-// to use it can report the connect time.
+// wire and remembers how long it took to set up, so that the first call to
+// use it can report the connect time.
+//
+// On an HTTP/1 connection it also keeps the transport from sending a
+// request twice. net/http sends an idempotent request again, on another
+// connection, when a reused connection fails after the request was written
+// and before the response began; the server may have received it the first
+// time. So the writer arms the connection with the call in flight before it
+// writes, the first byte read disarms it, and a read that fails while it is
+// armed ends the call (see callState.lose) before the transport can retry.
+// A write on a connection whose reader already saw the server close it is
+// refused with nothing written: that is the one retry net/http makes which
+// is always safe, and it is left to make it.
 type countingConn struct {
 	net.Conn
-	counters *byteCounters
+	wire *wire
 	// connect is TCP connect plus TLS handshake, without DNS; connected is
 	// when it ended. Both are written before the transport sees the conn.
 	connect   time.Duration
@@ -31,21 +46,61 @@ type countingConn struct {
 	// reported is set by the first call that used this connection, so its
 	// set-up is reported once however the transport pools it.
 	reported atomic.Bool
+	// h1 says the connection carries HTTP/1; set before the transport
+	// sees the conn. HTTP/2 has its own retry rules; see docs/http.md.
+	h1 bool
+	// armed is the call whose request was written and whose response has
+	// not begun; answered is set once a response began here, so the
+	// connection counts as reused; closed is set once a read failed.
+	armed    atomic.Pointer[callState]
+	answered atomic.Bool
+	closed   atomic.Bool
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	c.counters.received.Add(int64(n))
+	c.wire.received.Add(int64(n))
+	if !c.h1 {
+		return n, err
+	}
+	if n > 0 {
+		if c.armed.Load() != nil {
+			c.armed.Store(nil)
+			c.answered.Store(true)
+		}
+	} else if err != nil {
+		c.closed.Store(true)
+		if s := c.armed.Swap(nil); s != nil && c.wire.inflight.Load() == s {
+			s.lose(err, c.answered.Load())
+		}
+	}
 	return n, err
 }
 
+// errClosedBeforeWrite refuses a write on a connection the server closed.
+var errClosedBeforeWrite = fmt.Errorf("the server closed the connection before the request was written: %w", io.EOF)
+
 // Write counts before writing: once the bytes are on the wire the server may
-// answer, and the call may finish before this goroutine runs again.
+// answer, and the call may finish before this goroutine runs again. It arms
+// the connection before writing, for the same reason: the server may reset
+// the connection before Write returns.
 func (c *countingConn) Write(p []byte) (int, error) {
-	c.counters.sent.Add(int64(len(p)))
+	var prev *callState
+	if c.h1 {
+		if c.closed.Load() {
+			return 0, errClosedBeforeWrite
+		}
+		if s := c.wire.inflight.Load(); s != nil {
+			prev = c.armed.Swap(s)
+		}
+	}
+	c.wire.sent.Add(int64(len(p)))
 	n, err := c.Conn.Write(p)
 	if n < len(p) {
-		c.counters.sent.Add(int64(n - len(p)))
+		c.wire.sent.Add(int64(n - len(p)))
+		if n == 0 && c.h1 {
+			c.armed.Store(prev) // nothing went out
+		}
 	}
 	return n, err
 }
@@ -92,19 +147,19 @@ func (t *connectTiming) connectDone(network, addr string, err error) {
 
 // dialer opens one VU's connections.
 type dialer struct {
-	net      net.Dialer
-	tls      *tls.Config // nil for an http target
-	timeout  time.Duration
-	counters *byteCounters
+	net     net.Dialer
+	tls     *tls.Config // nil for an http target
+	timeout time.Duration
+	wire    *wire
 }
 
-func newDialer(cfg *targetConfig, counters *byteCounters) *dialer {
+func newDialer(cfg *targetConfig, w *wire) *dialer {
 	d := &dialer{
 		// The transport dials with the request's values but without its
 		// cancellation, so a dial can outlive its call; bound it.
-		net:      net.Dialer{Timeout: cfg.timeout, KeepAlive: 15 * time.Second},
-		timeout:  cfg.timeout,
-		counters: counters,
+		net:     net.Dialer{Timeout: cfg.timeout, KeepAlive: 15 * time.Second},
+		timeout: cfg.timeout,
+		wire:    w,
 	}
 	d.tls = &tls.Config{
 		// Verification is on unless the user turned it off for this target.
@@ -136,7 +191,7 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (*countingConn,
 		begin, end = t.start, t.done
 	}
 	t.mu.Unlock()
-	return &countingConn{Conn: c, counters: d.counters, connect: end.Sub(begin), connected: end}, nil
+	return &countingConn{Conn: c, wire: d.wire, connect: end.Sub(begin), connected: end}, nil
 }
 
 // DialContext is the transport's dialer for http.
@@ -145,6 +200,7 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
+	c.h1 = true // hload does not send HTTP/2 without TLS
 	return c, nil
 }
 
@@ -170,5 +226,6 @@ func (d *dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	}
 	c.connected = time.Now()
 	c.connect += c.connected.Sub(begin)
+	c.h1 = tc.ConnectionState().NegotiatedProtocol != "h2"
 	return tc, nil
 }

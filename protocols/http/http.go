@@ -13,7 +13,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/url"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/hload/hload/protocols"
 )
@@ -49,7 +47,11 @@ type Protocol struct {
 	info protocols.Info
 }
 
-var _ protocols.Protocol = (*Protocol)(nil)
+var (
+	_ protocols.Protocol         = (*Protocol)(nil)
+	_ protocols.TargetValidator  = (*Protocol)(nil)
+	_ protocols.RequestValidator = (*Protocol)(nil)
+)
 
 // New returns the HTTP protocol.
 func New() *Protocol {
@@ -58,12 +60,15 @@ func New() *Protocol {
 		Version:     Version,
 		TargetSpec:  targetSpec(),
 		RequestSpec: requestSpec(),
+		Metrics:     []string{protocols.MetricTTFB, protocols.MetricConnect},
 	}}
 }
 
 // Describe returns the protocol's name, version and schemas.
 func (p *Protocol) Describe() protocols.Info { return p.info }
 
+// Durations are strings in the schema: HCL converts a number of seconds to
+// one ("2"), which protocols.DurationAttr reads as seconds.
 func targetSpec() hcldec.ObjectSpec {
 	return hcldec.ObjectSpec{
 		"base_url":             &hcldec.AttrSpec{Name: "base_url", Type: cty.String, Required: true},
@@ -74,19 +79,21 @@ func targetSpec() hcldec.ObjectSpec {
 		"max_redirects":        &hcldec.AttrSpec{Name: "max_redirects", Type: cty.Number},
 		"http2":                &hcldec.AttrSpec{Name: "http2", Type: cty.Bool},
 		"connections_per_vu":   &hcldec.AttrSpec{Name: "connections_per_vu", Type: cty.Number},
+		"expected_status":      &hcldec.AttrSpec{Name: "expected_status", Type: cty.List(cty.Number)},
 	}
 }
 
 func requestSpec() hcldec.ObjectSpec {
 	return hcldec.ObjectSpec{
-		"method":  &hcldec.AttrSpec{Name: "method", Type: cty.String},
-		"path":    &hcldec.AttrSpec{Name: "path", Type: cty.String},
-		"query":   &hcldec.AttrSpec{Name: "query", Type: cty.Map(cty.String)},
-		"headers": &hcldec.AttrSpec{Name: "headers", Type: cty.Map(cty.String)},
-		"body":    &hcldec.AttrSpec{Name: "body", Type: cty.String},
-		"json":    &hcldec.AttrSpec{Name: "json", Type: cty.DynamicPseudoType},
-		"form":    &hcldec.AttrSpec{Name: "form", Type: cty.Map(cty.String)},
-		"timeout": &hcldec.AttrSpec{Name: "timeout", Type: cty.String},
+		"method":          &hcldec.AttrSpec{Name: "method", Type: cty.String},
+		"path":            &hcldec.AttrSpec{Name: "path", Type: cty.String},
+		"query":           &hcldec.AttrSpec{Name: "query", Type: cty.Map(cty.String)},
+		"headers":         &hcldec.AttrSpec{Name: "headers", Type: cty.Map(cty.String)},
+		"body":            &hcldec.AttrSpec{Name: "body", Type: cty.String},
+		"json":            &hcldec.AttrSpec{Name: "json", Type: cty.DynamicPseudoType},
+		"form":            &hcldec.AttrSpec{Name: "form", Type: cty.Map(cty.String)},
+		"timeout":         &hcldec.AttrSpec{Name: "timeout", Type: cty.String},
+		"expected_status": &hcldec.AttrSpec{Name: "expected_status", Type: cty.List(cty.Number)},
 	}
 }
 
@@ -95,9 +102,39 @@ func requestSpec() hcldec.ObjectSpec {
 func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
 	cfg, err := parseTarget(target)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("http: target %w", err)
 	}
 	return newClient(cfg), nil
+}
+
+// ValidateTarget checks a target with the decoder Open uses and returns
+// the attribute at fault.
+func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
+	if _, err := parseTarget(target); err != nil {
+		return protocols.AttrName(err), err
+	}
+	return "", nil
+}
+
+// ValidateRequest checks a request with the builder every call goes
+// through and returns the attribute at fault. It builds the request
+// against a placeholder target, so that what it checks is the request's
+// own values.
+func (p *Protocol) ValidateRequest(request cty.Value) (string, error) {
+	v := vu{cfg: validationTarget}
+	if _, _, err := v.build(request, make(nethttp.Header)); err != nil {
+		return protocols.AttrName(err), err
+	}
+	return "", nil
+}
+
+// validationTarget stands for the target when a request is checked on
+// its own.
+var validationTarget = &targetConfig{
+	baseURL:      "http://validate.invalid",
+	timeout:      DefaultTimeout,
+	maxRedirects: DefaultMaxRedirects,
+	connsPerVU:   DefaultConnectionsPerVU,
 }
 
 // header is one header with its canonical key. vals is shared by every call
@@ -121,6 +158,9 @@ type targetConfig struct {
 	maxRedirects int
 	http2        bool
 	connsPerVU   int
+	// expected is the statuses a response may have and succeed; when
+	// unset, a status below 400 succeeds.
+	expected statusSet
 }
 
 // setHeader sets a target header, replacing one of the same key.
@@ -134,37 +174,23 @@ func (cfg *targetConfig) setHeader(key, value string) {
 	cfg.headers = append(cfg.headers, header{key: key, vals: []string{value}})
 }
 
+// parseTarget decodes a target block's values. Its errors are
+// *protocols.AttrError naming the attribute, and read well after "target".
 func parseTarget(target cty.Value) (*targetConfig, error) {
 	if target.IsNull() || !target.IsKnown() || !target.Type().IsObjectType() {
-		return nil, errors.New("http: target must be a known object")
+		return nil, errors.New("must be a known object")
 	}
-	cfg := &targetConfig{
-		timeout:      DefaultTimeout,
-		follow:       true,
-		maxRedirects: DefaultMaxRedirects,
-		http2:        true,
-		connsPerVU:   DefaultConnectionsPerVU,
-	}
+	cfg := &targetConfig{}
+	var err error
 
-	raw, err := stringAttr(target, "base_url")
+	raw, err := protocols.StringAttr(target, "base_url")
 	if err != nil {
 		return nil, err
 	}
-	if raw == "" {
-		return nil, errors.New("http: target base_url is required")
+	if cfg.base, err = parseBaseURL(raw); err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("http: target base_url %q is not a URL: %v", raw, err)
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("http: target base_url %q must be an http:// or https:// URL", raw)
-	}
-	if u.Host == "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("http: target base_url %q has no host", raw)
-	}
-	cfg.base = u
+	u := cfg.base
 	if u.User != nil {
 		// Credentials in the URL become basic auth, as nethttp.Client
 		// would do, so that every way of sending a request sends them.
@@ -177,112 +203,73 @@ func parseTarget(target cty.Value) (*targetConfig, error) {
 	b.RawQuery, b.ForceQuery, b.Fragment, b.RawFragment = "", false, "", ""
 	cfg.baseURL = strings.TrimRight(b.String(), "/")
 
-	hs, err := mapAttr(target, "headers")
+	hs, err := protocols.StringMapAttr(target, "headers")
 	if err != nil {
 		return nil, err
 	}
 	for _, kv := range hs {
-		k := nethttp.CanonicalHeaderKey(kv[0])
+		if err := checkHeader("headers", kv); err != nil {
+			return nil, err
+		}
+		k := nethttp.CanonicalHeaderKey(kv.Key)
 		if k == "Host" {
-			cfg.host = kv[1]
+			cfg.host = kv.Value
 			continue
 		}
-		cfg.setHeader(k, kv[1])
+		cfg.setHeader(k, kv.Value)
 	}
 
-	if s, err := stringAttr(target, "timeout"); err != nil {
-		return nil, err
-	} else if s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("http: target timeout %q must be a positive duration such as \"10s\"", s)
-		}
-		cfg.timeout = d
-	}
-	if err := boolAttr(target, "insecure_skip_verify", &cfg.insecure); err != nil {
+	if cfg.timeout, err = protocols.DurationAttr(target, "timeout", DefaultTimeout); err != nil {
 		return nil, err
 	}
-	if err := boolAttr(target, "follow_redirects", &cfg.follow); err != nil {
+	if cfg.insecure, err = protocols.BoolAttr(target, "insecure_skip_verify", false); err != nil {
 		return nil, err
 	}
-	if err := boolAttr(target, "http2", &cfg.http2); err != nil {
+	if cfg.follow, err = protocols.BoolAttr(target, "follow_redirects", true); err != nil {
 		return nil, err
 	}
-	if err := intAttr(target, "max_redirects", 0, 1000, &cfg.maxRedirects); err != nil {
+	if cfg.http2, err = protocols.BoolAttr(target, "http2", true); err != nil {
 		return nil, err
 	}
-	if err := intAttr(target, "connections_per_vu", 1, 10000, &cfg.connsPerVU); err != nil {
+	if cfg.maxRedirects, err = protocols.IntAttr(target, "max_redirects", 0, 1000, DefaultMaxRedirects); err != nil {
+		return nil, err
+	}
+	if cfg.connsPerVU, err = protocols.IntAttr(target, "connections_per_vu", 1, 10000, DefaultConnectionsPerVU); err != nil {
+		return nil, err
+	}
+	if cfg.expected, err = expectedStatus(target); err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
 
-// attr and stringAttr read the target's and request's values; the
-// protocols package holds them for every protocol.
-func attr(obj cty.Value, name string) cty.Value { return protocols.Attr(obj, name) }
-
-func stringAttr(obj cty.Value, name string) (string, error) {
-	v, err := protocols.StringAttr(obj, name)
+// parseBaseURL checks that base_url is an absolute http or https URL.
+func parseBaseURL(raw string) (*url.URL, error) {
+	const example = `such as "http://127.0.0.1:8080"`
+	if raw == "" {
+		return nil, protocols.AttrErrorf("base_url", "is required: the URL of the server, %s", example)
+	}
+	u, err := url.Parse(raw)
+	if err == nil && u.Opaque != "" {
+		// "127.0.0.1:8080" parses as scheme "127.0.0.1" with an opaque
+		// part, and "localhost:8080" as scheme "localhost".
+		return nil, protocols.AttrErrorf("base_url", "%q has no scheme; write it with http:// or https://, %s", raw, example)
+	}
 	if err != nil {
-		return "", fmt.Errorf("http: %w", err)
-	}
-	return v, nil
-}
-
-func boolAttr(obj cty.Value, name string, dst *bool) error {
-	v := attr(obj, name)
-	if v.IsNull() {
-		return nil
-	}
-	c, err := convert.Convert(v, cty.Bool)
-	if err != nil || !c.IsKnown() || c.IsNull() {
-		return fmt.Errorf("http: target %s must be a bool", name)
-	}
-	*dst = c.True()
-	return nil
-}
-
-func intAttr(obj cty.Value, name string, lo, hi int, dst *int) error {
-	v := attr(obj, name)
-	if v.IsNull() {
-		return nil
-	}
-	c, err := convert.Convert(v, cty.Number)
-	if err != nil || !c.IsKnown() || c.IsNull() {
-		return fmt.Errorf("http: target %s must be a number", name)
-	}
-	bf := c.AsBigFloat()
-	if !bf.IsInt() || bf.Cmp(big.NewFloat(float64(lo))) < 0 || bf.Cmp(big.NewFloat(float64(hi))) > 0 {
-		return fmt.Errorf("http: target %s must be a whole number from %d to %d, not %s", name, lo, hi, bf.Text('g', -1))
-	}
-	n, _ := bf.Int64()
-	*dst = int(n)
-	return nil
-}
-
-// mapAttr returns a map(string) attribute as key/value pairs sorted by key.
-// Objects are accepted too, because a value that crossed the plugin boundary
-// or came from an HCL object literal may not have been converted to a map.
-func mapAttr(obj cty.Value, name string) ([][2]string, error) {
-	v := attr(obj, name)
-	if v.IsNull() {
-		return nil, nil
-	}
-	if !v.IsKnown() || !(v.Type().IsMapType() || v.Type().IsObjectType()) {
-		return nil, fmt.Errorf("http: %s must be a map of strings", name)
-	}
-	out := make([][2]string, 0, v.LengthInt())
-	for it := v.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		e, _ = e.Unmark()
-		if e.IsNull() {
-			continue
+		if !strings.Contains(raw, "://") {
+			return nil, protocols.AttrErrorf("base_url", "%q has no scheme; write it with http:// or https://, %s", raw, example)
 		}
-		s, err := convert.Convert(e, cty.String)
-		if err != nil || !s.IsKnown() {
-			return nil, fmt.Errorf("http: %s[%q] must be a string", name, k.AsString())
-		}
-		out = append(out, [2]string{k.AsString(), s.AsString()})
+		return nil, protocols.AttrErrorf("base_url", "%q is not a URL: %v", raw, errors.Unwrap(err))
 	}
-	return out, nil
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme == "" {
+		return nil, protocols.AttrErrorf("base_url", "%q has no scheme; write it with http:// or https://, %s", raw, example)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, protocols.AttrErrorf("base_url", "%q must be an http:// or https:// URL", raw)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, protocols.AttrErrorf("base_url", "%q has no host, %s", raw, example)
+	}
+	return u, nil
 }

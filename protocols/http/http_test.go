@@ -615,19 +615,6 @@ func TestErrorKinds(t *testing.T) {
 	})
 }
 
-func TestStatusIsNotAnError(t *testing.T) {
-	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
-		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-			nethttp.Error(w, "nope", nethttp.StatusServiceUnavailable)
-		}))
-		defer srv.Close()
-		res := do(t, open(t, p, srv.URL, nil), 1, req(nil), true)
-		if res.request.Status != 503 || res.request.Error != "" || res.body != "nope\n" {
-			t.Errorf("sample = %+v body %q", res.request, res.body)
-		}
-	})
-}
-
 func TestBytes(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		const reqBody, respBody = 1000, 2000
