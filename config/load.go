@@ -228,8 +228,8 @@ func checkText(name string, src []byte) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Not a text file",
-		Detail: fmt.Sprintf("%s is not a UTF-8 text file: it holds %s at line %d, column %d. It looks binary; give the .hcl file that describes the test.",
-			name, why, pos.Line, pos.Column),
+		Detail: fmt.Sprintf("%s is not a UTF-8 text file: at line %d, column %d, it holds %s. It looks binary; give the .hcl file that describes the test.",
+			name, pos.Line, pos.Column, why),
 		Subject: &hcl.Range{Filename: name, Start: pos, End: end},
 	}
 }

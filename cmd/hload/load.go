@@ -101,9 +101,28 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), pl
 	}
 	if diags.HasErrors() {
 		n := len(diags.Errs())
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%d error(s) in the config; nothing was run", n)}
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%d error(s) in the config%s; nothing was run", n, errorPlaces(diags))}
 	}
 	return test, nil
+}
+
+// errorPlaces lists where the first errors are, as file:line:col, which
+// editors and CI logs turn into links: ", at test.hcl:5:13".
+func errorPlaces(diags hcl.Diagnostics) string {
+	const shown = 3
+	var places []string
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && d.Subject != nil {
+			places = append(places, fmt.Sprintf("%s:%d:%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column))
+		}
+	}
+	switch {
+	case len(places) == 0:
+		return ""
+	case len(places) > shown:
+		return fmt.Sprintf(", at %s and %d more", strings.Join(places[:shown], ", "), len(places)-shown)
+	}
+	return ", at " + strings.Join(places, ", ")
 }
 
 // isTerminal reports whether w is a character device, so colours are only

@@ -86,6 +86,9 @@ func parseTarget(target cty.Value) (*targetConfig, error) {
 	if raw == "" {
 		return nil, inAttr("url", errors.New("amqp: target url is required, such as url = \"amqp://guest:guest@127.0.0.1:5672/\""))
 	}
+	if !strings.Contains(raw, "://") {
+		return nil, inAttr("url", fmt.Errorf("amqp: target url %q has no scheme: write \"amqp://%s\", or amqps:// for TLS", redact(raw), redact(raw)))
+	}
 	uri, err := amqp.ParseURI(raw)
 	if err != nil {
 		return nil, inAttr("url", fmt.Errorf("amqp: target url %q: %v; write it as amqp://user:password@host:5672/vhost, or amqps:// for TLS", redact(raw), err))
