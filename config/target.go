@@ -134,15 +134,18 @@ func specAttribute(body hcl.Body, spec hcldec.ObjectSpec, key string) *hcl.Attri
 // ("" for the block as a whole) of a block of kind what into a diagnostic
 // on rng. The protocol's message says what is wrong and how to fix it.
 func validatorDiag(rng hcl.Range, attr, what string, err error) *hcl.Diagnostic {
-	msg := strings.TrimSuffix(err.Error(), ".")
+	msg := err.Error()
 	if attr == "" || !strings.HasPrefix(msg, attr) {
 		msg = capitalize(msg) // an attribute's name keeps its spelling
+	}
+	if !strings.HasSuffix(msg, ".") && !strings.HasSuffix(msg, "?") {
+		msg += "."
 	}
 	summary := "Invalid " + attr
 	if attr == "" {
 		summary = "Invalid " + what
 	}
-	return errorDiag(rng, summary, "%s", msg+".")
+	return errorDiag(rng, summary, "%s", msg)
 }
 
 // builtinNames lists the protocols that are not plugins, for messages.
