@@ -1,5 +1,5 @@
 # A plugin checks its attributes at load through the same validator its
-# Open uses: here it wants a duration, and 2 becomes the string "2".
+# Open uses: here it wants a duration, and true becomes the string "true".
 plugin "kv" {
   source = "./bin/hload-plugin-kv"
 }
@@ -7,7 +7,7 @@ plugin "kv" {
 target "store" {
   protocol = "kv"
   address  = "127.0.0.1:6379"
-  timeout  = 2
+  timeout  = true
 }
 
 scenario "cache" {

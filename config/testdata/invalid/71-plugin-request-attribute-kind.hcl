@@ -15,6 +15,6 @@ scenario "cache" {
 
   request "get" {
     key     = "a"
-    timeout = 2
+    timeout = false
   }
 }
