@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// badMark ends the line of the attribute a case gets wrong.
+const badMark = "# <- wrong"
+
+// badValue is an attribute value a protocol's Open or first call refuses:
+// validate, plan and apply must refuse it first, at the attribute.
+type badValue struct {
+	name     string
+	protocol string // http, sse, amqp, or an example plugin: echo, lines
+	target   string // the target's protocol attributes; "" for the protocol's defaults
+	request  string // the request's attributes; "" for the protocol's defaults
+}
+
+// protocolDefaults are a valid target and request of each protocol. The
+// targets point at port 1 of loopback: nothing is sent, as the test must
+// end at load.
+var protocolDefaults = map[string][2]string{
+	"http":  {`base_url = "http://127.0.0.1:1"`, `path = "/"`},
+	"sse":   {`base_url = "http://127.0.0.1:1"`, `path = "/events"`},
+	"amqp":  {`url = "amqp://guest:guest@127.0.0.1:1/"`, "kind        = \"publish\"\n    routing_key = \"q\""},
+	"echo":  {`address = "127.0.0.1:1"`, `payload = "x"`},
+	"lines": {`address = "127.0.0.1:1"`, `line = "PING"`},
+}
+
+var badValues = []badValue{
+	{name: "target timeout", protocol: "http", target: "base_url = \"http://127.0.0.1:1\"\n  timeout  = \"fast\" " + badMark},
+	{name: "target base_url without scheme", protocol: "http", target: `base_url = "127.0.0.1:8080" ` + badMark},
+	{name: "request timeout", protocol: "http", request: `timeout = "fast" ` + badMark},
+	{name: "request timeout drawn per call", protocol: "http", request: `timeout = random_choice(["fast", "slow"]) ` + badMark},
+	{name: "request method", protocol: "http", request: `method = "GTE" ` + badMark},
+	{name: "request body and json", protocol: "http", request: "method = \"POST\"\n    body   = \"a\"\n    json   = { a = 1 } " + badMark},
+
+	{name: "target timeout", protocol: "sse", target: "base_url = \"http://127.0.0.1:1\"\n  timeout  = \"fast\" " + badMark},
+	{name: "target base_url without scheme", protocol: "sse", target: `base_url = "127.0.0.1:8080" ` + badMark},
+	{name: "request duration", protocol: "sse", request: "path     = \"/events\"\n    duration = \"fast\" " + badMark},
+	{name: "request sent_at_unit", protocol: "sse", request: "path          = \"/events\"\n    sent_at_field = \"ts\"\n    sent_at_unit  = \"fortnights\" " + badMark},
+
+	{name: "target url without scheme", protocol: "amqp", target: `url = "127.0.0.1:5672" ` + badMark},
+	{name: "target heartbeat", protocol: "amqp", target: "url       = \"amqp://127.0.0.1:1/\"\n  heartbeat = \"soon\" " + badMark},
+	{name: "target channels", protocol: "amqp", target: "url      = \"amqp://127.0.0.1:1/\"\n  channels = 0 " + badMark},
+	{name: "request kind", protocol: "amqp", request: `kind = "publsh" ` + badMark},
+	{name: "request timeout", protocol: "amqp", request: "kind        = \"publish\"\n    routing_key = \"q\"\n    timeout     = \"fast\" " + badMark},
+	{name: "request attribute of another kind", protocol: "amqp", request: "kind     = \"consume\"\n    queue    = \"q\"\n    exchange = \"x\" " + badMark},
+
+	{name: "target address", protocol: "echo", target: `address = "7007" ` + badMark},
+	{name: "target timeout", protocol: "echo", target: "address = \"127.0.0.1:1\"\n  timeout = \"fast\" " + badMark},
+	{name: "request payload", protocol: "echo", request: `payload = "" ` + badMark},
+
+	{name: "target address", protocol: "lines", target: `address = "6379" ` + badMark},
+	{name: "target timeout", protocol: "lines", target: "address = \"127.0.0.1:1\"\n  timeout = true " + badMark},
+	{name: "request line of two lines", protocol: "lines", request: `line = "PING\nPING" ` + badMark},
+}
+
+// isPluginProtocol reports whether name is one of the example plugins.
+func isPluginProtocol(name string) bool { return name == "echo" || name == "lines" }
+
+// badValueTest writes the test of c, with a plugin block at source for
+// the example plugins, and returns the file's content.
+func badValueTest(c badValue, source string) string {
+	target, request := c.target, c.request
+	if target == "" {
+		target = protocolDefaults[c.protocol][0]
+	}
+	if request == "" {
+		request = protocolDefaults[c.protocol][1]
+	}
+	var b strings.Builder
+	if source != "" {
+		fmt.Fprintf(&b, "plugin %q {\n  source = %q\n}\n\n", c.protocol, source)
+	}
+	fmt.Fprintf(&b, "target \"t\" {\n  protocol = %q\n  %s\n}\n\n", c.protocol, target)
+	fmt.Fprintf(&b, "scenario \"s\" {\n  executor = \"constant-vus\"\n  vus      = 1\n  duration = \"1s\"\n\n  request \"r\" {\n    %s\n  }\n}\n", request)
+	return b.String()
+}
+
+// badPlace returns file:line:col of the value of the marked attribute.
+func badPlace(t *testing.T, file, src string) string {
+	t.Helper()
+	for i, line := range strings.Split(src, "\n") {
+		if !strings.HasSuffix(line, badMark) {
+			continue
+		}
+		eq := strings.Index(line, "=")
+		col := eq + 1 + len(line[eq+1:]) - len(strings.TrimLeft(line[eq+1:], " "))
+		return fmt.Sprintf("%s:%d:%d", file, i+1, col+1)
+	}
+	t.Fatalf("no line is marked %q in\n%s", badMark, src)
+	return ""
+}
+
+// TestValidateRejectsWhatOpenRejects: for each protocol, built-in or
+// example plugin, each attribute value that Open or the first call would
+// refuse is refused by validate, plan and apply first: exit 2, one error,
+// at the attribute's line and column, and nothing run.
+func TestValidateRejectsWhatOpenRejects(t *testing.T) {
+	for _, c := range badValues {
+		t.Run(c.protocol+" "+c.name, func(t *testing.T) {
+			source := ""
+			if isPluginProtocol(c.protocol) {
+				requirePlugins(t)
+				source, _ = pluginCopy(t, c.protocol)
+			}
+			dir := t.TempDir()
+			src := badValueTest(c, source)
+			writeFile(t, dir, "test.hcl", src)
+			want := badPlace(t, "test.hcl", src)
+			for _, cmd := range []string{"validate", "plan", "apply"} {
+				r := hload(t, dir, cmd, "--no-color", "test.hcl")
+				closing := fmt.Sprintf("hload: 1 error(s) in the config, at %s; nothing was run", want)
+				if r.code != exitUsage || !strings.Contains(r.stderr, closing) {
+					t.Errorf("%s: exit %d, want 2 with %q\nfile:\n%s\nstderr:\n%s", cmd, r.code, closing, src, r.stderr)
+				}
+				if source != "" {
+					noLeftovers(t, source)
+				}
+			}
+		})
+	}
+}
+
+// TestValidateBinaryFile: a binary file given as the config is one error
+// that names it, without echoing its bytes.
+func TestValidateBinaryFile(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, 4096)
+	for i := range data {
+		data[i] = byte(r.IntN(256))
+	}
+	copy(data, "\x7fELF\x02\x01\x01\x00\x00\x00")
+	if err := os.WriteFile(filepath.Join(dir, "test.hcl"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := hload(t, dir, "validate", "--no-color", "test.hcl")
+	if res.code != exitUsage {
+		t.Errorf("exit %d, want 2", res.code)
+	}
+	if n := strings.Count(res.stderr, "Error: "); n != 1 {
+		t.Errorf("%d errors, want 1", n)
+	}
+	for _, want := range []string{"test.hcl is not a UTF-8 text file", "hload: 1 error(s) in the config, at test.hcl:1:"} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if len(res.stderr) > 1000 || bytes.ContainsRune([]byte(res.stderr), 0) {
+		t.Errorf("%d bytes of errors, some of them the file's:\n%q", len(res.stderr), res.stderr)
+	}
+}
