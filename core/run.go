@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -199,8 +200,7 @@ func (r *run) closeSinks(sum *metrics.Summary) error {
 	for i := len(r.opts.Sinks) - 1; i >= 0; i-- {
 		if err := r.opts.Sinks[i].Close(*sum); err != nil {
 			errs = append(errs, err)
-			sum.SinkErrors = append(sum.SinkErrors, err.Error())
-			sum.Passed = false
+			noteSinkError(sum, err)
 		}
 	}
 	var runErr error
@@ -211,4 +211,14 @@ func (r *run) closeSinks(sum *metrics.Summary) error {
 		runErr = errors.Join(fmt.Errorf("the run failed: %w", r.failure), runErr)
 	}
 	return runErr
+}
+
+// noteSinkError adds a sink's failure to the summary, which then does not
+// pass: the results that sink should hold are incomplete. A sink whose
+// Close repeats the error its Write returned is named once.
+func noteSinkError(sum *metrics.Summary, err error) {
+	sum.Passed = false
+	if msg := err.Error(); !slices.Contains(sum.SinkErrors, msg) {
+		sum.SinkErrors = append(sum.SinkErrors, msg)
+	}
 }

@@ -45,8 +45,7 @@ func (r *run) summarise() *metrics.Summary {
 	}
 	sort.Strings(sum.Warnings)
 	if r.sinkErr != nil {
-		sum.SinkErrors = append(sum.SinkErrors, r.sinkErr.Error())
-		sum.Passed = false
+		noteSinkError(sum, r.sinkErr)
 	}
 	return sum
 }

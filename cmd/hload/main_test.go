@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -339,4 +341,237 @@ func TestReadmeExample(t *testing.T) {
 	if r := hload(t, dir, "validate", "readme.hcl"); r.code != 0 {
 		t.Fatalf("the README's example does not validate (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// exportedSummary reads a --summary-export file.
+func exportedSummary(t *testing.T, path string) *metrics.Summary {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum metrics.Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &sum
+}
+
+// pathCounter is a loopback server that counts requests per path.
+type pathCounter struct {
+	*httptest.Server
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+func newPathCounter(t *testing.T, handler http.HandlerFunc) *pathCounter {
+	pc := &pathCounter{counts: map[string]int64{}}
+	pc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pc.mu.Lock()
+		pc.counts[r.URL.Path]++
+		pc.mu.Unlock()
+		if handler != nil {
+			handler(w, r)
+		}
+	}))
+	t.Cleanup(pc.Close)
+	return pc
+}
+
+func (pc *pathCounter) count(path string) int64 {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.counts[path]
+}
+
+// TestMixExact runs the 60/5/20/10/5 mix through the binary: 1,000
+// iterations are 10 whole cycles of the deterministic picker, so the
+// server receives each request exactly 10 times its reduced weight, and
+// the summary counts the same. A weighted-random picker would be off.
+func TestMixExact(t *testing.T) {
+	srv := newPathCounter(t, nil)
+	dir := t.TempDir()
+	writeFile(t, dir, "mix.hcl", `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "mix" {
+  executor   = "iterations"
+  vus        = 4
+  iterations = 250
+  request "main" {
+    weight = 60
+    path   = "/main"
+  }
+  request "login" {
+    weight = 5
+    path   = "/login"
+  }
+  request "list" {
+    weight = 20
+    path   = "/list"
+  }
+  request "detail" {
+    weight = 10
+    path   = "/detail"
+  }
+  request "order" {
+    weight = 5
+    path   = "/order"
+  }
+}
+`)
+	r := hload(t, dir, "apply", "--quiet", "mix.hcl", "--var", "base_url="+srv.URL, "--summary-export", "summary.json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	sum := exportedSummary(t, filepath.Join(dir, "summary.json"))
+	for name, want := range map[string]int64{"main": 600, "login": 50, "list": 200, "detail": 100, "order": 50} {
+		got := sum.Scenarios["mix"].Requests[name]
+		if got == nil {
+			t.Fatalf("summary lacks %q", name)
+		}
+		if server := srv.count("/" + name); got.Count != want || server != want {
+			t.Errorf("%s: summary %d, server %d, want exactly %d", name, got.Count, server, want)
+		}
+	}
+}
+
+// TestSinkFailureInSummaryJSON: a CSV sink on a full disk (/dev/full)
+// fails; hload exits 1, and the exported summary and the console say the
+// run did not pass, and why.
+func TestSinkFailureInSummaryJSON(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	srv, served := okServer(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", strings.Replace(smallTest, `path = "out.csv"`, `path = "/dev/full"`, 1))
+	r := hload(t, dir, "apply", "test.hcl", "--var", "base_url="+srv.URL, "--summary-export", "summary.json")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	sum := exportedSummary(t, filepath.Join(dir, "summary.json"))
+	if sum.Passed || len(sum.SinkErrors) == 0 || !strings.Contains(sum.SinkErrors[0], "no space left on device") {
+		t.Errorf("summary JSON: passed %v, sink_errors %q; want false and the CSV sink's error", sum.Passed, sum.SinkErrors)
+	}
+	if !strings.Contains(r.stdout, "FAIL: a sink failed") || strings.Contains(r.stdout, "PASS:") {
+		t.Errorf("the console's verdict does not name the failed sink:\n%s", r.stdout)
+	}
+	if n := sum.Scenarios["s"].Requests["r"].Count; n != served.Load() || n == 0 {
+		t.Errorf("summary %d requests, server %d", n, served.Load())
+	}
+}
+
+// TestEveryCallFailedDoesNotPass: against a port where nothing listens,
+// every call fails; hload does not print PASS, and exits 99.
+func TestEveryCallFailedDoesNotPass(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: every call is refused
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", strings.Replace(smallTest, "sink \"csv\" {\n  path = \"out.csv\"\n}", "", 1))
+	r := hload(t, dir, "apply", "test.hcl", "--var", "base_url="+url, "--summary-export", "summary.json")
+	if r.code != exitThreshold {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, exitThreshold, r.stdout, r.stderr)
+	}
+	sum := exportedSummary(t, filepath.Join(dir, "summary.json"))
+	req := sum.Scenarios["s"].Requests["r"]
+	if sum.Passed || req.Count == 0 || req.Errors != req.Count {
+		t.Errorf("passed %v, %d errors of %d calls", sum.Passed, req.Errors, req.Count)
+	}
+	if strings.Contains(r.stdout, "PASS:") || !strings.Contains(r.stdout, "calls failed; see the errors by kind above") {
+		t.Errorf("the console's verdict:\n%s", r.stdout)
+	}
+}
+
+// TestLastIntervalRateEndToEnd: a server holds every request until just
+// after the scenario's planned end, so all the run's calls end within
+// milliseconds after the last tick. The last progress line and the last
+// CSV row give them a rate over a real length (about 20/s), not over
+// those milliseconds (about 1,000/s); the CSV's counts still add up to
+// the server's.
+func TestLastIntervalRateEndToEnd(t *testing.T) {
+	var once sync.Once
+	release := make(chan struct{})
+	srv := newPathCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { time.AfterFunc(1020*time.Millisecond, func() { close(release) }) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 20
+  duration = "1s"
+  request "r" {
+    path = "/held"
+  }
+}
+sink "csv" {
+  path = "out.csv"
+}
+`)
+	r := hload(t, dir, "apply", "test.hcl", "--var", "base_url="+srv.URL)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got, want := csvCount(t, filepath.Join(dir, "out.csv")), srv.count("/held"); got != want || want != 20 {
+		t.Fatalf("CSV adds up to %d, server %d, want 20", got, want)
+	}
+	rows := csvRows(t, filepath.Join(dir, "out.csv"))
+	last := rows[len(rows)-1]
+	rps, err := strconv.ParseFloat(last["rps"], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "[") {
+			progress = append(progress, line)
+		}
+	}
+	t.Logf("last CSV row: count %s, rps %s; last progress line %q", last["count"], last["rps"], progress[len(progress)-1])
+	if rps > 50 {
+		t.Errorf("the last CSV row has %s calls at %.0f/s", last["count"], rps)
+	}
+	_, after, _ := strings.Cut(progress[len(progress)-1], " rps ")
+	lineRPS, _, _ := strings.Cut(after, " ")
+	if n, err := strconv.Atoi(lineRPS); err != nil || n > 50 {
+		t.Errorf("the last progress line reads %q", progress[len(progress)-1])
+	}
+}
+
+// csvRows reads an interval CSV as maps from column to value.
+func csvRows(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, row := range rows[1:] {
+		m := map[string]string{}
+		for i, h := range rows[0] {
+			m[h] = row[i]
+		}
+		out = append(out, m)
+	}
+	return out
 }

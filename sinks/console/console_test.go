@@ -158,7 +158,7 @@ func TestSummaryStates(t *testing.T) {
 			},
 			want: []string{
 				"sink errors\n  - csv sink: write out.csv: no space left on device",
-				"FAIL: 1 sink(s) failed, and the results they hold are incomplete: csv sink: write out.csv: no space left on device",
+				"FAIL: a sink failed, and the results it holds are incomplete: csv sink: write out.csv: no space left on device",
 			},
 		},
 		{

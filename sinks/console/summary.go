@@ -342,8 +342,8 @@ func (p *printer) verdict(sum *metrics.Summary) {
 	case sum.Failed != "":
 		p.printf("%s: the run failed: %s\n", p.paint("FAIL", false), strings.SplitN(sum.Failed, "\n", 2)[0])
 	case len(sum.SinkErrors) > 0:
-		p.printf("%s: %d sink(s) failed, and the results they hold are incomplete: %s\n",
-			p.paint("FAIL", false), len(sum.SinkErrors), oneLine(sum.SinkErrors[0]))
+		p.printf("%s: a sink failed, and the results it holds are incomplete: %s\n",
+			p.paint("FAIL", false), oneLine(sum.SinkErrors[0]))
 	case sum.Interrupted:
 		state := "no threshold failed"
 		if failed > 0 {
