@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"time"
@@ -23,6 +22,13 @@ func main() { sdk.Serve(echo{}) }
 
 // echo is the protocol. It holds no state: Open builds a client per target.
 type echo struct{}
+
+// echo checks its targets and requests at load, with the code Open and Do
+// use.
+var (
+	_ protocols.TargetValidator  = echo{}
+	_ protocols.RequestValidator = echo{}
+)
 
 // Describe names the protocol and declares the attributes of its target and
 // request blocks. hload validates the HCL against them before any load.
@@ -40,22 +46,62 @@ func (echo) Describe() protocols.Info {
 	}
 }
 
-// Open checks a target once, before the run. An error here stops the run
-// before any load is sent, so it is the place for mistakes in the config.
+// Open opens a client for a target. hload has already checked the target
+// with ValidateTarget; decoding it with the same function here means the
+// two can never disagree.
 func (echo) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	address, _ := protocols.StringAttr(target, "address") // required: a string
+	c, err := parseTarget(target)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ValidateTarget checks a target at load, so that `hload validate` points
+// at the attribute at fault, with exit 2, before any load is sent. It
+// connects to nothing: the server need not be up to validate a test.
+func (echo) ValidateTarget(target cty.Value) (attr string, err error) {
+	_, err = parseTarget(target)
+	return sdk.AttrName(err), err
+}
+
+// ValidateRequest checks a request's payload at load, as Do would. A
+// payload known only per iteration is left to Do.
+func (echo) ValidateRequest(request cty.Value) (attr string, err error) {
+	if !request.IsWhollyKnown() {
+		return "", nil
+	}
+	_, err = parsePayload(request)
+	return sdk.AttrName(err), err
+}
+
+// parseTarget decodes a target with the SDK's attribute helpers, which
+// read a duration as "2s" or as a number of seconds, as hload's own
+// protocols do. Their errors, and its own, are *sdk.AttrError values that
+// name the attribute at fault.
+func parseTarget(target cty.Value) (*client, error) {
+	address, err := sdk.StringAttr(target, "address") // required: a string
+	if err != nil {
+		return nil, err
+	}
 	if _, _, err := net.SplitHostPort(address); err != nil {
-		return nil, fmt.Errorf("echo: address %q must be host:port", address)
+		return nil, sdk.AttrErrorf("address", "%q must be host:port, such as \"127.0.0.1:7007\"", address)
 	}
-	timeout := 5 * time.Second
-	s, err := protocols.StringAttr(target, "timeout")
-	if err == nil && s != "" { // null when left out
-		timeout, err = time.ParseDuration(s)
-	}
-	if err != nil || timeout <= 0 {
-		return nil, fmt.Errorf("echo: timeout %q must be a positive duration such as \"2s\"", s)
+	timeout, err := sdk.DurationAttr(target, "timeout", 5*time.Second)
+	if err != nil {
+		return nil, err
 	}
 	return &client{address: address, timeout: timeout}, nil
+}
+
+// parsePayload decodes a request. An empty payload would send nothing and
+// read nothing back, which measures only the dial.
+func parsePayload(request cty.Value) (string, error) {
+	payload, err := sdk.StringAttr(request, "payload")
+	if err == nil && payload == "" {
+		err = sdk.AttrErrorf("payload", "is empty; a call would send nothing")
+	}
+	return payload, err
 }
 
 // client runs the calls of one target. Each call dials its own connection,
@@ -69,7 +115,13 @@ type client struct {
 // Do makes one call and emits exactly one request sample. The time is taken
 // around the I/O only, with time.Now's monotonic clock.
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	payload, _ := protocols.StringAttr(call.Request, "payload") // required, so set
+	payload, err := parsePayload(call.Request)
+	if err != nil {
+		// A payload that changes per iteration is checked here; the
+		// message tells the user why in the summary.
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol, Message: err.Error()})
+		return
+	}
 	reply := make([]byte, len(payload))
 
 	start := time.Now()

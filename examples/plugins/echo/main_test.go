@@ -152,19 +152,73 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-func TestOpenRejectsBadTargets(t *testing.T) {
-	p := harness(t)
-	for _, tc := range []struct{ target cty.Value }{
-		{target("localhost", "")},
-		{target("127.0.0.1:7", "soon")},
-		{target("127.0.0.1:7", "-1s")},
-	} {
-		if c, err := p.Open(context.Background(), tc.target); err == nil {
-			c.Close()
-			t.Errorf("%#v opened", tc.target)
-		} else if !strings.Contains(err.Error(), "echo: ") {
-			t.Errorf("%#v: the error %q lost the plugin's message on the wire", tc.target, err)
-		}
+// TestValidateAgreesWithOpen: every target Open refuses, ValidateTarget
+// refuses first, at the attribute, with the same words; in-process and over
+// the wire, and without connecting: nothing listens at these addresses.
+func TestValidateAgreesWithOpen(t *testing.T) {
+	for name, p := range map[string]protocols.Protocol{"direct": echo{}, "harness": harness(t)} {
+		t.Run(name, func(t *testing.T) {
+			v, ok := p.(protocols.TargetValidator)
+			if !ok {
+				t.Fatalf("%T is not a protocols.TargetValidator", p)
+			}
+			for _, tc := range []struct {
+				target     cty.Value
+				attr, want string
+			}{
+				{target("localhost", ""), "address", `address "localhost" must be host:port`},
+				{target("127.0.0.1:7", "soon"), "timeout", `timeout "soon" is not a duration`},
+				{target("127.0.0.1:7", "-1s"), "timeout", `timeout "-1s" must be a positive duration`},
+				{target("127.0.0.1:7", "2"), "", ""}, // timeout = 2: seconds
+				{target("127.0.0.1:7", "250ms"), "", ""},
+			} {
+				attr, verr := v.ValidateTarget(tc.target)
+				c, err := p.Open(context.Background(), tc.target)
+				if err == nil {
+					c.Close()
+				}
+				switch {
+				case tc.want == "":
+					if verr != nil || err != nil {
+						t.Errorf("%#v: validate %q %v, open %v; want both fine", tc.target, attr, verr, err)
+					}
+				case verr == nil || err == nil:
+					t.Errorf("%#v: validate %v, open %v; want both to fail", tc.target, verr, err)
+				case attr != tc.attr || !strings.HasPrefix(verr.Error(), tc.want) || !strings.HasSuffix(err.Error(), verr.Error()):
+					t.Errorf("%#v: validate %q %q, open %q; want %q and %q from both", tc.target, attr, verr, err, tc.attr, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestValidateRequestAgreesWithDo: a payload Do refuses, ValidateRequest
+// refuses first, and Do's sample carries the same words as its message.
+func TestValidateRequestAgreesWithDo(t *testing.T) {
+	srv := startServer(t, echoBack)
+	for name, p := range map[string]protocols.Protocol{"direct": echo{}, "harness": harness(t)} {
+		t.Run(name, func(t *testing.T) {
+			c := open(t, p, target(srv.addr, "2s"))
+			v := p.(protocols.RequestValidator)
+			if attr, err := v.ValidateRequest(request("hello")); attr != "" || err != nil {
+				t.Errorf("hello: %q %v", attr, err)
+			}
+			unknown := cty.ObjectVal(map[string]cty.Value{"payload": cty.UnknownVal(cty.String)})
+			if attr, err := v.ValidateRequest(unknown); attr != "" || err != nil {
+				t.Errorf("a payload known per iteration: %q %v", attr, err)
+			}
+			attr, err := v.ValidateRequest(request(""))
+			if attr != "payload" || err == nil || !strings.Contains(err.Error(), "payload is empty") {
+				t.Fatalf("empty payload: %q %v", attr, err)
+			}
+			s, derr := do(context.Background(), c, protocols.Call{VU: 1, Request: request("")})
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			if s.Error != protocols.ErrProtocol || s.Message != err.Error() {
+				t.Errorf("Do: %q %q, want protocol with %q", s.Error, s.Message, err)
+			}
+		})
 	}
 }
 

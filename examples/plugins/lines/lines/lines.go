@@ -53,7 +53,11 @@ type Protocol struct {
 	info protocols.Info
 }
 
-var _ protocols.Protocol = (*Protocol)(nil)
+var (
+	_ protocols.Protocol         = (*Protocol)(nil)
+	_ protocols.TargetValidator  = (*Protocol)(nil)
+	_ protocols.RequestValidator = (*Protocol)(nil)
+)
 
 // New returns the lines protocol.
 func New() *Protocol {
@@ -68,6 +72,9 @@ func New() *Protocol {
 			"line":   &hcldec.AttrSpec{Name: "line", Type: cty.String, Required: true},
 			"expect": &hcldec.AttrSpec{Name: "expect", Type: cty.String},
 		},
+		// Besides the request: a VU's first call, and its first after a
+		// failure, dials and times the connection.
+		Metrics: []string{protocols.MetricConnect},
 	}}
 }
 
@@ -78,27 +85,49 @@ func (p *Protocol) Describe() protocols.Info { return p.info }
 // a VU's first call, so that an unreachable server shows up as errors in
 // the results rather than as a run that never starts.
 func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	address, err := stringAttr(target, "address")
+	address, timeout, err := parseTarget(target)
 	if err != nil {
 		return nil, err
 	}
+	return &Client{address: address, timeout: timeout, vus: map[uint64]*vu{}, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// ValidateTarget checks a target with the decoder Open uses, so that hload
+// validate rejects what Open would, at the attribute, before any load. It
+// dials nothing: the server need not be up.
+func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
+	_, _, err := parseTarget(target)
+	return protocols.AttrName(err), err
+}
+
+// ValidateRequest checks a request with the decoder Do uses. A value that
+// is not known yet (it depends on the iteration) is left to Do.
+func (p *Protocol) ValidateRequest(request cty.Value) (string, error) {
+	if !request.IsWhollyKnown() {
+		return "", nil
+	}
+	_, _, _, err := parseRequest(request)
+	return protocols.AttrName(err), err
+}
+
+// parseTarget decodes a target: its address and its timeout. Its errors
+// are *protocols.AttrError values, which name the attribute at fault.
+func parseTarget(target cty.Value) (address string, timeout time.Duration, err error) {
+	address, err = protocols.StringAttr(target, "address")
+	if err != nil {
+		return "", 0, err
+	}
 	if address == "" {
-		return nil, errors.New("lines: target address is required")
+		return "", 0, protocols.AttrErrorf("address", "is required")
 	}
 	if host, port, err := net.SplitHostPort(address); err != nil || host == "" || port == "" {
-		return nil, fmt.Errorf("lines: target address %q must be host:port, such as \"127.0.0.1:6379\"", address)
+		return "", 0, protocols.AttrErrorf("address", "%q must be host:port, such as \"127.0.0.1:6379\"", address)
 	}
-	timeout := DefaultTimeout
-	if s, err := stringAttr(target, "timeout"); err != nil {
-		return nil, err
-	} else if s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("lines: target timeout %q must be a positive duration such as \"5s\"", s)
-		}
-		timeout = d
+	timeout, err = protocols.DurationAttr(target, "timeout", DefaultTimeout)
+	if err != nil {
+		return "", 0, err
 	}
-	return &Client{address: address, timeout: timeout, vus: map[uint64]*vu{}, conns: map[net.Conn]struct{}{}}, nil
+	return address, timeout, nil
 }
 
 // Client runs calls against one target, with one connection per VU.
@@ -133,8 +162,10 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	start := time.Now()
 	line, expect, hasExpect, err := parseRequest(call.Request)
 	if err != nil {
+		// A value that changes per iteration is checked here, with the
+		// decoder validate used; the message says why in the summary.
 		end := time.Now()
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start), Error: protocols.ErrProtocol})
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start), Error: protocols.ErrProtocol, Message: err.Error()})
 		return
 	}
 	v := c.vu(call.VU)
@@ -294,30 +325,20 @@ func classify(ctx context.Context, err error) protocols.ErrorKind {
 
 // parseRequest returns a request's line and expected reply. A line holding
 // a newline would be two commands, whose second reply would be read as the
-// next call's, so it is refused.
+// next call's, so it is refused. Its errors name the attribute at fault.
 func parseRequest(req cty.Value) (line, expect string, hasExpect bool, err error) {
-	line, err = stringAttr(req, "line")
+	line, err = protocols.StringAttr(req, "line")
 	if err != nil {
 		return "", "", false, err
 	}
 	if line == "" || strings.ContainsAny(line, "\r\n") {
-		return "", "", false, fmt.Errorf("lines: line %q must be one non-empty line", line)
+		return "", "", false, protocols.AttrErrorf("line", "%q must be one non-empty line", line)
 	}
-	if v := attr(req, "expect"); !v.IsNull() {
-		expect, err = stringAttr(req, "expect")
+	if v := protocols.Attr(req, "expect"); !v.IsNull() {
+		if expect, err = protocols.StringAttr(req, "expect"); err != nil {
+			return "", "", false, err
+		}
 		hasExpect = true
 	}
-	return line, expect, hasExpect, err
-}
-
-// attr and stringAttr read the target's and request's values with the
-// helpers every protocol shares.
-func attr(obj cty.Value, name string) cty.Value { return protocols.Attr(obj, name) }
-
-func stringAttr(obj cty.Value, name string) (string, error) {
-	v, err := protocols.StringAttr(obj, name)
-	if err != nil {
-		return "", fmt.Errorf("lines: %w", err)
-	}
-	return v, nil
+	return line, expect, hasExpect, nil
 }

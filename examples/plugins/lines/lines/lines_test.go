@@ -243,24 +243,78 @@ timeout = "250ms"
 	})
 }
 
-func TestOpenRejectsBadTargets(t *testing.T) {
+// TestValidateAgreesWithOpen: every target Open refuses, ValidateTarget
+// refuses first, with the same reason and the attribute at fault, and
+// without dialling: the addresses point at nothing.
+func TestValidateAgreesWithOpen(t *testing.T) {
 	eachPath(t, func(t *testing.T, p protocols.Protocol) {
+		v, ok := p.(protocols.TargetValidator)
+		if !ok {
+			t.Fatalf("%T is not a protocols.TargetValidator", p)
+		}
 		for _, tc := range []struct {
-			target cty.Value
-			want   string
+			target     cty.Value
+			attr, want string
 		}{
-			{target("", ""), "address is required"},
-			{target("127.0.0.1", ""), "must be host:port"},
-			{target(":6379", ""), "must be host:port"},
-			{target("127.0.0.1:6379", "soon"), "positive duration"},
-			{target("127.0.0.1:6379", "-1s"), "positive duration"},
+			{target("", ""), "address", "address is required"},
+			{target("127.0.0.1", ""), "address", "must be host:port"},
+			{target(":6379", ""), "address", "must be host:port"},
+			{target("127.0.0.1:6379", "soon"), "timeout", `timeout "soon" is not a duration`},
+			{target("127.0.0.1:6379", "-1s"), "timeout", "positive duration"},
+			{target("127.0.0.1:6379", "0"), "timeout", "positive duration"},
+			{target("127.0.0.1:6379", "2"), "", ""},     // a number of seconds
+			{target("127.0.0.1:6379", "250ms"), "", ""}, // nothing listens: not checked
 		} {
+			attr, verr := v.ValidateTarget(tc.target)
 			c, err := p.Open(context.Background(), tc.target)
 			if err == nil {
 				c.Close()
-				t.Errorf("%#v opened", tc.target)
-			} else if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%#v: %v, want %q", tc.target, err, tc.want)
+			}
+			switch {
+			case tc.want == "" && (verr != nil || err != nil):
+				t.Errorf("%#v: validate %q %v, open %v; want both fine", tc.target, attr, verr, err)
+			case tc.want == "":
+			case verr == nil || err == nil:
+				t.Errorf("%#v: validate %v, open %v; want both to fail", tc.target, verr, err)
+			// Over the wire, Open's error names the plugin first.
+			case attr != tc.attr || !strings.Contains(verr.Error(), tc.want) || !strings.HasSuffix(err.Error(), ": "+verr.Error()) && err.Error() != verr.Error():
+				t.Errorf("%#v: validate %q %q, open %q; want %q, %q from both", tc.target, attr, verr, err, tc.attr, tc.want)
+			}
+		}
+	})
+}
+
+// TestValidateRequestAgreesWithDo: a request Do fails as a protocol error,
+// ValidateRequest refuses first, at the attribute, and Do's sample says
+// why in its message.
+func TestValidateRequestAgreesWithDo(t *testing.T) {
+	eachPath(t, func(t *testing.T, p protocols.Protocol) {
+		v, ok := p.(protocols.RequestValidator)
+		if !ok {
+			t.Fatalf("%T is not a protocols.RequestValidator", p)
+		}
+		srv := startServer(t)
+		c := open(t, p, target(srv.addr, ""))
+		for _, tc := range []struct {
+			request    cty.Value
+			attr, want string
+		}{
+			{request("GET a\nGET b", nil), "line", "must be one non-empty line"},
+			{request("", nil), "line", "must be one non-empty line"},
+			{request("PING", nil), "", ""},
+			// Known only per iteration: left to Do.
+			{cty.ObjectVal(map[string]cty.Value{"line": cty.UnknownVal(cty.String), "expect": cty.NullVal(cty.String)}), "", ""},
+		} {
+			attr, err := v.ValidateRequest(tc.request)
+			if attr != tc.attr || (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%#v: validate %q %v, want %q %q", tc.request, attr, err, tc.attr, tc.want)
+			}
+			if tc.want == "" {
+				continue
+			}
+			req, _ := split(t, do(context.Background(), c, protocols.Call{VU: 1, Request: tc.request}))
+			if req.Error != protocols.ErrProtocol || req.Message != err.Error() {
+				t.Errorf("%#v: Do's sample %q %q, want protocol with validate's message %q", tc.request, req.Error, req.Message, err)
 			}
 		}
 	})
