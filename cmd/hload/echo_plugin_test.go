@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -13,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/plugins/host"
 	"github.com/hload/hload/plugins/sdk"
 )
@@ -171,6 +176,7 @@ func TestEchoPluginExample(t *testing.T) {
 			{Name: "timeout", Type: "string"},
 		},
 		RequestSchema: []host.SchemaAttribute{{Name: "payload", Type: "string", Required: true}},
+		Metrics:       []string{},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plugin describe echo = %+v\nwant %+v", got, want)
@@ -229,4 +235,100 @@ func TestEchoPluginExample(t *testing.T) {
 	t.Logf("example.hcl for 2 s with 4 VUs: %d requests on %d connections, %d bytes each way, checks passed %d; "+
 		"latency min %.3f p50 %.3f p99 %.3f max %.3f ms; took %.2f s",
 		req.Count, conns, echoed, req.Checks.Passed, req.Latency.Min, req.Latency.P50, req.Latency.P99, req.Latency.Max, s.DurationS)
+}
+
+// TestEchoValidateRejectsBadAttributes: a value the echo plugin's Open or
+// Do would refuse is refused by hload validate first, with exit 2 and the
+// place of the attribute, though no echo server is up: the plugin checks
+// it with its own validator, over the wire, without connecting.
+func TestEchoValidateRejectsBadAttributes(t *testing.T) {
+	requirePlugins(t)
+	bin, _ := pluginCopy(t, "echo")
+	const test = `plugin "echo" {
+  source = %q
+}
+target "echo" {
+  protocol = "echo"
+  address  = %q
+  timeout  = %s
+}
+scenario "ping" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  request "hello" {
+    payload = %s
+  }
+}
+`
+	for _, tc := range []struct {
+		name                      string
+		address, timeout, payload string
+		// The attribute at fault, where its value starts, and the words
+		// of the diagnostic; none when the test is valid.
+		attr      string
+		line, col int
+		wants     []string
+	}{
+		{name: "good, server down", address: "127.0.0.1:1", timeout: `"2s"`, payload: `"hello ${vu.id}"`},
+		{name: "timeout as seconds", address: "127.0.0.1:1", timeout: `2`, payload: `"hello"`},
+		{"timeout not a duration", "127.0.0.1:1", `"fast"`, `"hello"`, "timeout", 7, 14, []string{
+			`Error: Invalid timeout`,
+			`on test.hcl line 7, in target "echo":`,
+			`7:   timeout  = "fast"`,
+			`timeout "fast" is not a duration`,
+			`1 error(s) in the config, at test.hcl:7:14;`,
+		}},
+		{"address not host:port", "localhost", `"2s"`, `"hello"`, "address", 6, 14, []string{
+			`Error: Invalid address`,
+			`on test.hcl line 6, in target "echo":`,
+			`6:   address  = "localhost"`,
+			`address "localhost" must be host:port`,
+			`1 error(s) in the config, at test.hcl:6:14;`,
+		}},
+		{"empty payload", "127.0.0.1:1", `"2s"`, `""`, "payload", 14, 15, []string{
+			`Error: Invalid payload`,
+			`on test.hcl line 14`,
+			`14:     payload = ""`,
+			`payload is empty`,
+			`1 error(s) in the config, at test.hcl:14:15;`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "test.hcl", fmt.Sprintf(test, bin, tc.address, tc.timeout, tc.payload))
+			r := hload(t, dir, "validate", "--no-color", "test.hcl")
+			noLeftovers(t, bin)
+			code := exitOK
+			if tc.attr != "" {
+				code = exitUsage
+			}
+			if r.code != code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			if tc.attr == "" {
+				return
+			}
+			// The text shows the line; the diagnostic holds the column too.
+			ph := newPluginHost(context.Background())
+			defer ph.killAll()
+			_, diags := config.Load([]string{filepath.Join(dir, "test.hcl")}, config.Options{
+				Protocols: registry(), Sinks: sinkSpecs(), LookupEnv: os.LookupEnv, Plugins: ph.declared,
+			})
+			errs := diags.Errs()
+			if len(errs) != 1 {
+				t.Fatalf("%d errors, want 1: %v", len(errs), diags)
+			}
+			d, _ := errs[0].(*hcl.Diagnostic)
+			if d == nil || d.Subject == nil || filepath.Base(d.Subject.Filename) != "test.hcl" ||
+				d.Subject.Start.Line != tc.line || d.Subject.Start.Column != tc.col || d.Summary != "Invalid "+tc.attr {
+				t.Errorf("diagnostic %+v at %v, want %q at test.hcl:%d:%d", d, d.Subject, "Invalid "+tc.attr, tc.line, tc.col)
+			}
+		})
+	}
 }
