@@ -2,12 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/protocols"
+	hloadamqp "github.com/hload/hload/protocols/amqp"
+	hloadhttp "github.com/hload/hload/protocols/http"
+	hloadsse "github.com/hload/hload/protocols/sse"
 )
 
 // badMark ends the line of the attribute a case gets wrong.
@@ -156,5 +167,72 @@ func TestValidateBinaryFile(t *testing.T) {
 	}
 	if len(res.stderr) > 1000 || bytes.ContainsRune([]byte(res.stderr), 0) {
 		t.Errorf("%d bytes of errors, some of them the file's:\n%q", len(res.stderr), res.stderr)
+	}
+}
+
+// withoutValidators hides a protocol's validators: only Describe and Open
+// are promoted, as for a protocol that checks nothing at load.
+type withoutValidators struct{ protocols.Protocol }
+
+// TestBadValuesFailAtOpenOrFirstCall checks the table's premise for the
+// built-in protocols: with their validators hidden, the file loads, and
+// each value is refused by Open, or fails the first call, which the
+// server never sees. So validate refuses nothing that would have run.
+// AMQP's request rows need a broker for a client, and the plugins run in
+// their own processes; their Open and validators share one decoder.
+func TestBadValuesFailAtOpenOrFirstCall(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+	}))
+	defer srv.Close()
+	builtins := map[string]protocols.Protocol{"http": hloadhttp.New(), "sse": hloadsse.New(), "amqp": hloadamqp.New()}
+	reg := protocols.NewRegistry(withoutValidators{builtins["http"]}, withoutValidators{builtins["sse"]}, withoutValidators{builtins["amqp"]})
+	for _, c := range badValues {
+		p, builtin := builtins[c.protocol]
+		if !builtin || (c.protocol == "amqp" && c.target == "") {
+			continue
+		}
+		t.Run(c.protocol+" "+c.name, func(t *testing.T) {
+			src := strings.ReplaceAll(badValueTest(c, ""), "http://127.0.0.1:1", srv.URL)
+			test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, t.TempDir(), config.Options{Protocols: reg})
+			if diags.HasErrors() {
+				t.Fatalf("without the validators, the file does not load: %s", diags.Error())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			client, err := p.Open(ctx, test.Targets[0].Config)
+			if c.target != "" {
+				if err == nil {
+					client.Close()
+					t.Fatal("Open accepted the target")
+				}
+				t.Logf("Open: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer client.Close()
+			value, diags := test.Scenarios[0].Requests[0].Value(config.Iteration{VU: 1})
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			before := served.Load()
+			var failed []protocols.Sample
+			client.Do(ctx, protocols.Call{VU: 1, Request: value}, func(s protocols.Sample) {
+				if s.Metric == protocols.MetricRequest && s.Error != protocols.ErrNone {
+					failed = append(failed, s)
+				}
+			})
+			if len(failed) != 1 {
+				t.Fatalf("the first call did not fail")
+			}
+			if n := served.Load() - before; n != 0 {
+				t.Errorf("the server received %d requests of a call that failed on its own values", n)
+			}
+			t.Logf("first call: %s %s", failed[0].Error, failed[0].Message)
+		})
 	}
 }
