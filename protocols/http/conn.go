@@ -50,11 +50,12 @@ type countingConn struct {
 	// sees the conn. HTTP/2 has its own retry rules; see docs/http.md.
 	h1 bool
 	// armed is the call whose request was written and whose response has
-	// not begun; answered is set once a response began here, so the
-	// connection counts as reused; closed is set once a read failed.
+	// not begun; closed is set once a read failed. answered is set once a
+	// response began here, so the connection counts as reused; only the
+	// connection's one reader goroutine touches it.
 	armed    atomic.Pointer[callState]
-	answered atomic.Bool
 	closed   atomic.Bool
+	answered bool
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
@@ -66,12 +67,12 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	if n > 0 {
 		if c.armed.Load() != nil {
 			c.armed.Store(nil)
-			c.answered.Store(true)
+			c.answered = true
 		}
 	} else if err != nil {
 		c.closed.Store(true)
 		if s := c.armed.Swap(nil); s != nil && c.wire.inflight.Load() == s {
-			s.lose(err, c.answered.Load())
+			s.lose(err, c.answered)
 		}
 	}
 	return n, err
