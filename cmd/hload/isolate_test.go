@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,14 +12,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/plugins/host"
 	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/protocols"
 )
 
 // isolateTest runs VUS VUs for DURATION against var.base_url, with
@@ -277,5 +285,82 @@ func benchIsolated(b *testing.B, pin bool) {
 		if pin {
 			b.ReportMetric(pinMetric, "pinned")
 		}
+	}
+}
+
+// TestIsolatedBuiltinsValidateOverTheWire: a built-in served as a plugin
+// of hload itself (isolate = true) describes the same metrics and gives
+// the same verdict on targets and requests as in-process, attribute and
+// words, because its validators run in the plugin process; and a server
+// that is down does not matter, as nothing is dialled.
+func TestIsolatedBuiltinsValidateOverTheWire(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		targets  []string
+		requests []string
+	}{
+		{"http",
+			[]string{`base_url = "http://127.0.0.1:1"`, `base_url = "127.0.0.1:8080"`, "base_url = \"http://127.0.0.1:1\"\ntimeout = \"fast\""},
+			[]string{`method = "GET"`, `method = "GTE"`, "body = \"a\"\njson = {a = 1}", `timeout = "fast"`}},
+		{"sse",
+			[]string{`base_url = "http://127.0.0.1:1"`, `base_url = "127.0.0.1:8080"`, "base_url = \"http://127.0.0.1:1\"\ntimeout = \"soon\""},
+			[]string{`path = "/events"`, `duration = "long"`, `reconnect_delay = "-1s"`}},
+		{"amqp",
+			[]string{`url = "amqp://127.0.0.1:1"`, `url = "127.0.0.1:5672"`, "url = \"amqp://127.0.0.1:1\"\nheartbeat = \"often\""},
+			[]string{"kind = \"publish\"\nrouting_key = \"q\"", `kind = "shout"`}},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			local, ok := registry().Lookup(tc.protocol)
+			if !ok {
+				t.Fatalf("no built-in %q", tc.protocol)
+			}
+			p, err := host.Launch(context.Background(), host.LaunchSpec{Name: tc.protocol, Path: hloadBin, Args: []string{servePluginCommand, tc.protocol}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Kill()
+			if got, want := p.Describe().Metrics, local.Describe().Metrics; !reflect.DeepEqual(got, want) {
+				t.Errorf("metrics over the wire %q, in-process %q", got, want)
+			}
+			// The first value of each list is valid, the others are not.
+			compare := func(kind string, spec hcldec.ObjectSpec, src string, valid bool, validate func(protocols.Protocol, cty.Value) (string, error)) {
+				t.Helper()
+				f, diags := hclsyntax.ParseConfig([]byte(src), "t.hcl", hcl.InitialPos)
+				if diags.HasErrors() {
+					t.Fatal(diags)
+				}
+				v, diags := hcldec.Decode(f.Body, spec, nil)
+				if diags.HasErrors() {
+					t.Fatalf("%s %q: %v", kind, src, diags)
+				}
+				wantAttr, wantErr := validate(local, v)
+				attr, err := validate(p, v)
+				if attr != wantAttr || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+					t.Errorf("%s %q: over the wire %q %v, in-process %q %v", kind, src, attr, err, wantAttr, wantErr)
+				}
+				if (err == nil) != valid || !valid && attr == "" {
+					t.Errorf("%s %q: %q %v, want valid: %v", kind, src, attr, err, valid)
+				}
+				t.Logf("%s %q: %q %v", kind, src, attr, err)
+			}
+			for i, src := range tc.targets {
+				compare("target", local.Describe().TargetSpec, src, i == 0, func(p protocols.Protocol, v cty.Value) (string, error) {
+					tv, ok := p.(protocols.TargetValidator)
+					if !ok {
+						t.Fatalf("%T validates no target", p)
+					}
+					return tv.ValidateTarget(v)
+				})
+			}
+			for i, src := range tc.requests {
+				compare("request", local.Describe().RequestSpec, src, i == 0, func(p protocols.Protocol, v cty.Value) (string, error) {
+					rv, ok := p.(protocols.RequestValidator)
+					if !ok {
+						t.Fatalf("%T validates no request", p)
+					}
+					return rv.ValidateRequest(v)
+				})
+			}
+		})
 	}
 }
