@@ -170,7 +170,7 @@ func (r *Remote) ValidateRequest(request cty.Value) (string, error) {
 
 func (r *Remote) validate(kind proto.ValidateRequest_Kind, val cty.Value, ty cty.Type) (string, error) {
 	what := strings.ToLower(kind.String())
-	b, err := encodeValue(val, ty)
+	b, err := encodeValue(withNulls(val, ty), ty)
 	if err != nil {
 		return "", fmt.Errorf("plugin %q: encoding the %s: %w", r.opts.Name, what, err)
 	}
@@ -951,6 +951,31 @@ func (c *client) watch() {
 			}
 		}
 	}
+}
+
+// withNulls adds a null for each attribute of the object type ty that the
+// object val lacks, so that a caller may leave out the attributes a value
+// does not set, as protocols.Attr lets an in-process protocol read them.
+// Anything else is returned as is, for the encoder to judge.
+func withNulls(val cty.Value, ty cty.Type) cty.Value {
+	if !ty.IsObjectType() || val.IsNull() || !val.IsKnown() || !val.Type().IsObjectType() {
+		return val
+	}
+	attrs := val.AsValueMap()
+	if attrs == nil {
+		attrs = make(map[string]cty.Value, len(ty.AttributeTypes()))
+	}
+	added := false
+	for name, at := range ty.AttributeTypes() {
+		if _, ok := attrs[name]; !ok {
+			attrs[name] = cty.NullVal(at)
+			added = true
+		}
+	}
+	if !added {
+		return val
+	}
+	return cty.ObjectVal(attrs)
 }
 
 // nullIfNil turns the zero cty.Value, which a caller may pass for a

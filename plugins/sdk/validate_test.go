@@ -97,6 +97,15 @@ func TestHarnessValidates(t *testing.T) {
 	if attr, err := rv.ValidateRequest(request("/ok")); attr != "" || err != nil {
 		t.Errorf("good request: got %q, %v", attr, err)
 	}
+	// Attributes left out of the value are null, as protocols.Attr reads
+	// them in-process.
+	partial := cty.ObjectVal(map[string]cty.Value{"path": cty.StringVal("relative")})
+	if attr, err := rv.ValidateRequest(partial); attr != "path" || errString(err) != `path must start with "/"` {
+		t.Errorf("a request without its other attributes: got %q, %v", attr, err)
+	}
+	if attr, err := tv.ValidateTarget(cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(":1")})); attr != "address" {
+		t.Errorf("a target without its options: got %q, %v", attr, err)
+	}
 	// A validator that panics fails the value, not the plugin.
 	if _, err := rv.ValidateRequest(cty.NilVal); err == nil || errString(err) != "the plugin's validator panicked: a validator's bug" {
 		t.Errorf("panicking validator: got %v", err)
@@ -104,8 +113,8 @@ func TestHarnessValidates(t *testing.T) {
 	if attr, err := rv.ValidateRequest(request("/still")); attr != "" || err != nil {
 		t.Errorf("after a panic: got %q, %v", attr, err)
 	}
-	if v.targets != 3 || v.requests != 4 {
-		t.Errorf("the plugin's validators saw %d targets and %d requests, want 3 and 4", v.targets, v.requests)
+	if v.targets != 4 || v.requests != 5 {
+		t.Errorf("the plugin's validators saw %d targets and %d requests, want 4 and 5", v.targets, v.requests)
 	}
 }
 
