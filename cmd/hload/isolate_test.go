@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -115,6 +117,53 @@ func TestIsolatedHTTPCountsMatch(t *testing.T) {
 	}
 	if left := isolatedLeftovers(t); len(left) > 0 {
 		t.Errorf("plugin processes left after hload exited: %v", left)
+	}
+}
+
+// TestIsolatedHTTPFailuresKeepTheirMessages: why a call failed crosses
+// the plugin wire: against a server that answers every other request 500,
+// the isolated run counts exactly the server's 500s as errors, and its
+// summary gives the same messages as the in-process run's.
+func TestIsolatedHTTPFailuresKeepTheirMessages(t *testing.T) {
+	var served, failed atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1)%2 == 0 {
+			failed.Add(1)
+			http.Error(w, "broken on purpose", http.StatusInternalServerError)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", isolateTest)
+	messages := map[bool][]string{}
+	for _, isolate := range []bool{false, true} {
+		served.Store(0)
+		failed.Store(0)
+		out := fmt.Sprintf("summary-%v.json", isolate)
+		r := hload(t, dir, "apply", "test.hcl", "--quiet", "--var", "base_url="+srv.URL, "--var", fmt.Sprintf("isolate=%v", isolate),
+			"--var", "vus=2", "--var", "duration=500ms", "--summary-export", out)
+		if r.code != exitOK && r.code != exitThreshold {
+			t.Fatalf("isolate=%v: exit %d\nstdout:\n%s\nstderr:\n%s", isolate, r.code, r.stdout, r.stderr)
+		}
+		figures := isolateSummary(t, filepath.Join(dir, out)).Scenarios["s"].Requests["r"]
+		if figures.Count != served.Load() || figures.Errors != failed.Load() || figures.Errors == 0 {
+			t.Errorf("isolate=%v: %d requests, %d errors; the server served %d, %d of them 500", isolate, figures.Count, figures.Errors, served.Load(), failed.Load())
+		}
+		for _, m := range figures.ErrorMessages {
+			messages[isolate] = append(messages[isolate], m...)
+		}
+		if len(messages[isolate]) == 0 {
+			t.Errorf("isolate=%v: no error messages in the summary: %+v", isolate, figures.ErrorMessages)
+		}
+	}
+	if !reflect.DeepEqual(messages[false], messages[true]) {
+		t.Errorf("messages in-process %q, isolated %q", messages[false], messages[true])
+	}
+	t.Logf("messages: %q", messages[true])
+	if left := isolatedLeftovers(t); len(left) > 0 {
+		t.Errorf("plugin processes left: %v", left)
 	}
 }
 
