@@ -132,58 +132,104 @@ const (
 	messageLength   = 512
 )
 
-// errorMessages keeps up to MessagesPerKind distinct messages for up to
-// messageKinds error kinds. Once it holds all it can, full lets a failing
-// call skip the lock.
+// errorMessages keeps up to MessagesPerKind distinct messages for each of
+// up to messageKinds error kinds. When every call fails, every call comes
+// here: finding its kind and reading the kept messages takes no lock, no
+// write and no allocation; only a new kind or a new message takes a lock.
 type errorMessages struct {
-	mu     sync.Mutex
-	full   atomic.Bool
-	byKind map[protocols.ErrorKind][]string
+	mu    sync.Mutex // held to add a kind
+	kinds [messageKinds]atomic.Pointer[kindMessages]
 }
 
-// note keeps msg when it is new for its kind and there is room. The
-// strings are cloned because a plugin's sample may carry a reused buffer.
+type kindMessages struct {
+	kind protocols.ErrorKind
+	mu   sync.Mutex // held to add a message
+	kept atomic.Pointer[[]string]
+}
+
+// note keeps msg when it is new for its kind and there is room.
 func (m *errorMessages) note(kind protocols.ErrorKind, msg string) {
-	if m.full.Load() {
-		return
+	if km := m.kind(kind); km != nil {
+		km.add(msg)
+	}
+}
+
+// kind returns the messages of kind, or nil when messageKinds other kinds
+// are kept already.
+func (m *errorMessages) kind(kind protocols.ErrorKind) *kindMessages {
+	if km, _ := m.find(kind); km != nil {
+		return km
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	kept, seen := m.byKind[kind]
-	if !seen && len(m.byKind) >= messageKinds || len(kept) >= MessagesPerKind || slices.Contains(kept, msg) {
+	km, free := m.find(kind)
+	if km != nil || free < 0 {
+		return km
+	}
+	// Cloned: a plugin's sample may carry a string backed by a reused
+	// buffer.
+	km = &kindMessages{kind: protocols.ErrorKind(strings.Clone(string(kind)))}
+	m.kinds[free].Store(km)
+	return km
+}
+
+// find returns the messages of kind, or the first free slot (-1: none).
+func (m *errorMessages) find(kind protocols.ErrorKind) (*kindMessages, int) {
+	for i := range m.kinds {
+		km := m.kinds[i].Load()
+		if km == nil {
+			return nil, i
+		}
+		if km.kind == kind {
+			return km, i
+		}
+	}
+	return nil, -1
+}
+
+func (k *kindMessages) messages() []string {
+	if p := k.kept.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// has reports whether msg needs no keeping: kept already, or no room.
+func (k *kindMessages) has(msg string) bool {
+	kept := k.messages()
+	return len(kept) >= MessagesPerKind || slices.Contains(kept, msg)
+}
+
+func (k *kindMessages) add(msg string) {
+	if k.has(msg) {
 		return
 	}
-	if m.byKind == nil {
-		m.byKind = make(map[protocols.ErrorKind][]string)
-	}
-	if !seen {
-		kind = protocols.ErrorKind(strings.Clone(string(kind)))
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.has(msg) {
+		return
 	}
 	if len(msg) > messageLength {
-		msg = msg[:messageLength] + "..."
-	} else {
-		msg = strings.Clone(msg)
+		msg = strings.ToValidUTF8(msg[:messageLength], "") + "..."
 	}
-	m.byKind[kind] = append(kept, msg)
-	if len(m.byKind) == messageKinds {
-		full := true
-		for _, k := range m.byKind {
-			full = full && len(k) == MessagesPerKind
-		}
-		m.full.Store(full)
-	}
+	next := append(slices.Clone(k.messages()), strings.Clone(msg))
+	k.kept.Store(&next)
 }
 
 // copy returns the kept messages by kind name, or nil when there are none.
 func (m *errorMessages) copy() map[string][]string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.byKind) == 0 {
-		return nil
-	}
-	out := make(map[string][]string, len(m.byKind))
-	for k, msgs := range m.byKind {
-		out[string(k)] = slices.Clone(msgs)
+	var out map[string][]string
+	for i := range m.kinds {
+		km := m.kinds[i].Load()
+		if km == nil {
+			break
+		}
+		if kept := km.messages(); len(kept) > 0 {
+			if out == nil {
+				out = make(map[string][]string)
+			}
+			out[string(km.kind)] = slices.Clone(kept)
+		}
 	}
 	return out
 }

@@ -1,12 +1,16 @@
 package metrics
 
 import (
+	"fmt"
 	"maps"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hload/hload/protocols"
 )
@@ -631,5 +635,54 @@ func BenchmarkFlush(b *testing.B) {
 		}
 		b.StartTimer()
 		a.Flush(t0, t0.Add(time.Second))
+	}
+}
+
+// TestErrorMessagesBounded: a series keeps the first MessagesPerKind
+// distinct messages of each kind, for at most messageKinds kinds, each
+// cut to messageLength, however many calls fail and from how many
+// goroutines; a failing call whose message is kept already allocates
+// nothing.
+func TestErrorMessagesBounded(t *testing.T) {
+	a := NewAggregator()
+	s := a.Series("s", "r")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				kind := protocols.ErrorKind(fmt.Sprintf("kind%02d", (g+i)%20))
+				s.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: kind, Message: fmt.Sprintf("reason %d", i%7)})
+			}
+		})
+	}
+	wg.Wait()
+	long := "x" + strings.Repeat("é", messageLength) // two bytes a rune after one: cut in a rune
+	s.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: "kind00", Message: long})
+	a.Flush(time.Now(), time.Now())
+	got := a.Requests(time.Second)["s"]["r"]
+	if got.Errors != 8001 {
+		t.Fatalf("%d errors, want 8001", got.Errors)
+	}
+	if len(got.ErrorMessages) != messageKinds {
+		t.Errorf("messages kept for %d kinds, want %d", len(got.ErrorMessages), messageKinds)
+	}
+	for kind, msgs := range got.ErrorMessages {
+		if len(msgs) != MessagesPerKind || len(slices.Compact(slices.Sorted(slices.Values(msgs)))) != MessagesPerKind {
+			t.Errorf("%s: kept %q, want %d distinct", kind, msgs, MessagesPerKind)
+		}
+	}
+
+	// A kind with room left keeps a long message, cut on a rune.
+	fresh := a.Series("s", "long")
+	fresh.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: "timeout", Message: long})
+	a.Flush(time.Now(), time.Now())
+	kept := a.Requests(time.Second)["s"]["long"].ErrorMessages["timeout"]
+	if len(kept) != 1 || len(kept[0]) > messageLength+3 || !utf8.ValidString(kept[0]) || !strings.HasSuffix(kept[0], "...") {
+		t.Errorf("long message kept as %d bytes, valid UTF-8 %v", len(kept[0]), utf8.ValidString(kept[0]))
+	}
+
+	smp := protocols.Sample{Metric: protocols.MetricRequest, Error: "kind03", Message: "reason 1"}
+	if n := testing.AllocsPerRun(1000, func() { s.Record(smp) }); n != 0 {
+		t.Errorf("a failing call with a kept message allocates %.1f times", n)
 	}
 }

@@ -97,18 +97,33 @@ func modelName(model string) string {
 }
 
 // Write prints one progress line for the snapshot, unless Quiet, or folds
-// it into the next line when Options.Interval has not yet passed.
+// it into the next line when Options.Interval has not yet passed. Its
+// warnings are printed at once, whatever the interval: a user must not
+// miss them.
 func (s *Sink) Write(snap metrics.Snapshot) error {
 	if s.opts.Quiet || s.closed {
 		return nil
 	}
 	for _, warning := range snap.Warnings {
-		// Said at once, whatever the interval: a user must not miss it.
 		if _, err := fmt.Fprintf(s.w, "[%5s] WARNING: %s\n", snap.Elapsed.Round(time.Second), warning); err != nil {
 			return err
 		}
 	}
-	w := &s.window
+	s.window.add(&snap)
+	// The run's last snapshot is always printed: there is no next line to
+	// fold it into.
+	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval && !snap.Final {
+		return nil
+	}
+	s.lastPrint = snap.Elapsed
+	line := progressLine(&s.window)
+	s.window = progress{}
+	_, err := io.WriteString(s.w, line)
+	return err
+}
+
+// add folds a snapshot into the window.
+func (w *progress) add(snap *metrics.Snapshot) {
 	w.seen = true
 	w.snapshots++
 	w.length += snap.End.Sub(snap.Start)
@@ -138,16 +153,6 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		w.dropped += n
 	}
 	w.gauges = snap.Gauges
-	// The run's last snapshot is always printed: there is no next line to
-	// fold it into.
-	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval && !snap.Final {
-		return nil
-	}
-	s.lastPrint = snap.Elapsed
-	line := progressLine(w)
-	*w = progress{}
-	_, err := io.WriteString(s.w, line)
-	return err
 }
 
 // progressLine renders e.g.

@@ -122,7 +122,7 @@ func TestSummaryStates(t *testing.T) {
 		{
 			name: "passed",
 			edit: func(s *metrics.Summary) { s.Passed = true; s.Thresholds = s.Thresholds[:1] },
-			want: []string{"PASS: all 1 thresholds held."},
+			want: []string{"PASS: all 1 thresholds held. Read the 1 warning(s) above."},
 		},
 		{
 			name: "no thresholds",

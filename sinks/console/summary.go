@@ -321,22 +321,8 @@ func (p *printer) thresholds(ts []metrics.ThresholdResult) {
 
 // verdict prints the last line: what the exit code will say, in words.
 func (p *printer) verdict(sum *metrics.Summary) {
-	failed := 0
-	for _, t := range sum.Thresholds {
-		if !t.Passed {
-			failed++
-		}
-	}
-	total := len(sum.Thresholds)
-	var calls, errs int64
-	for _, sc := range sum.Scenarios {
-		for _, r := range sc.Requests {
-			if r != nil {
-				calls += r.Count
-				errs += r.Errors
-			}
-		}
-	}
+	failed, total := failedThresholds(sum)
+	calls, errs := callTotals(sum)
 	p.printf("\n")
 	switch {
 	case sum.Failed != "":
@@ -359,10 +345,41 @@ func (p *printer) verdict(sum *metrics.Summary) {
 	case !sum.Passed:
 		p.printf("%s: the run failed.\n", p.paint("FAIL", false))
 	case total == 0:
-		p.printf("%s: the run completed; no thresholds were set.\n", p.paint("PASS", true))
+		p.printf("%s: the run completed; no thresholds were set.%s\n", p.paint("PASS", true), warned(sum))
 	default:
-		p.printf("%s: all %d thresholds held.\n", p.paint("PASS", true), total)
+		p.printf("%s: all %d thresholds held.%s\n", p.paint("PASS", true), total, warned(sum))
 	}
+}
+
+// warned points a PASS at the warnings, so that it is never read alone.
+func warned(sum *metrics.Summary) string {
+	if n := len(sum.Warnings); n > 0 {
+		return fmt.Sprintf(" Read the %d warning(s) above.", n)
+	}
+	return ""
+}
+
+// failedThresholds counts the thresholds that failed, of all.
+func failedThresholds(sum *metrics.Summary) (failed, total int) {
+	for _, t := range sum.Thresholds {
+		if !t.Passed {
+			failed++
+		}
+	}
+	return failed, len(sum.Thresholds)
+}
+
+// callTotals counts the run's calls and failed calls.
+func callTotals(sum *metrics.Summary) (calls, errs int64) {
+	for _, sc := range sum.Scenarios {
+		for _, r := range sc.Requests {
+			if r != nil {
+				calls += r.Count
+				errs += r.Errors
+			}
+		}
+	}
+	return calls, errs
 }
 
 // pad left-aligns s in width runes.
