@@ -1,34 +1,48 @@
 #!/usr/bin/env bash
-# Runs a real InfluxDB 1.8 on loopback for the InfluxDB sink's tests.
+# Runs a real InfluxDB 1.8 on loopback for the InfluxDB sink's tests, a
+# server of its own for each start, so that two runs on one machine never
+# share one.
 #
-#   eval "$(scripts/influxd.sh start)"   # builds influxd once, starts it, prints exports
+#   eval "$(scripts/influxd.sh start)"   # builds influxd once, starts a new server, prints exports
 #   go test ./sinks/influxdb/...
-#   scripts/influxd.sh stop              # stops it and removes its data
+#   scripts/influxd.sh stop              # stops that server and removes its folder
 #
-#   scripts/influxd.sh restart-stop      # stops the server but keeps its data dir and port
-#   scripts/influxd.sh restart-start     # starts it again on the same data dir and port
-#   scripts/influxd.sh status            # exit 0 when it answers /ping
+#   "$HLOAD_INFLUXD_CTL" restart-stop    # stops the server but keeps its data and ports
+#   "$HLOAD_INFLUXD_CTL" restart-start   # starts it again on the same data and ports
+#   "$HLOAD_INFLUXD_CTL" status          # exit 0 when it answers /ping
+#   "$HLOAD_INFLUXD_CTL" env             # prints the exports again
 #
-# influxd is built from source with `go install ...@v1.8.3`, once per machine,
-# into ${XDG_CACHE_HOME:-$HOME/.cache}/hload/bin. 1.8 serves the v2 write API
-# (/api/v2/write, bucket "db" or "db/rp", org ignored, token "user:password"
-# or empty with auth off) and, with flux-enabled, the v2 query API, so the sink
-# and the Grafana dashboard's Flux queries both run against it.
+# Every command but start acts on the server whose folder follows the
+# command (scripts/influxd.sh stop /tmp/hload-influxd.Xy12...), or else on
+# $HLOAD_INFLUXD_DIR, which start exports. $HLOAD_INFLUXD_CTL is a
+# two-line script in that folder that names it, for the outage test.
 #
-# Every step is bounded in time. start is idempotent: a server that already
-# answers is reused. Nothing is left running after stop.
+# influxd is built from source with `go install ...@v1.8.3`, once per
+# machine, into ${XDG_CACHE_HOME:-$HOME/.cache}/hload/bin. 1.8 serves the v2
+# write API (/api/v2/write, bucket "db" or "db/rp", org ignored, token
+# "user:password" or empty with auth off) and, with flux-enabled, the v2
+# query API, so the sink and the Grafana dashboard's Flux queries both run
+# against it.
+#
+# start makes a folder with mktemp ($DIR) for the config, the data, meta and
+# WAL folders and the log, picks two free ports on 127.0.0.1 with
+# scripts/freeport (HTTP, and the RPC bind-address used by backups), and
+# starts influxd on them. It checks that the server answering is the one it
+# started (its /debug/vars names our config file), and when a port was taken
+# between the pick and the bind, it tries again on new ports. stop ends
+# exactly the process start launched, by the PID it recorded, once that
+# process's environment shows this folder's mark (HLOAD_SERVICE=$DIR); it
+# removes $DIR only when it holds the mark file start wrote there. Every
+# step is bounded in time.
 set -euo pipefail
 
 VERSION=v1.8.3
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hload"
 BIN="$CACHE/bin/influxd"
-# State lives outside the repo; one server per user and port.
-HTTP_PORT="${HLOAD_INFLUXD_PORT:-18086}"
-RPC_PORT="$((HTTP_PORT + 1))"
-STATE="${HLOAD_INFLUXD_STATE:-${TMPDIR:-/tmp}/hload-influxd-$HTTP_PORT}"
 DB="${HLOAD_INFLUX_DB:-hload}"
-URL="http://127.0.0.1:$HTTP_PORT"
 SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+MARK=.hload-influxd
 
 log() { echo "influxd.sh: $*" >&2; }
 
@@ -36,25 +50,65 @@ build() {
 	if [ -x "$BIN" ]; then
 		return
 	fi
-	log "building influxd $VERSION into $CACHE/bin (once per machine; takes minutes)"
 	mkdir -p "$CACHE/bin"
-	# Outside any module, so the repo's go.mod plays no part; -mod=readonly
-	# from the caller would refuse to resolve the build's own dependencies.
-	(cd "$CACHE" && GOFLAGS=-buildvcs=false GOBIN="$CACHE/bin" go install "github.com/influxdata/influxdb/cmd/influxd@$VERSION") >&2
+	# Two runs may both find it missing: one builds, the other waits.
+	exec 9>>"$CACHE/influxd.lock"
+	if ! timeout 1500 flock 9; then
+		log "waited 1500s for another build of influxd ($CACHE/influxd.lock)"
+		exit 1
+	fi
+	if [ ! -x "$BIN" ]; then
+		log "building influxd $VERSION into $CACHE/bin (once per machine; takes minutes)"
+		# Outside any module, so the repo's go.mod plays no part; -mod=readonly
+		# from the caller would refuse to resolve the build's own dependencies.
+		(cd "$CACHE" && GOFLAGS=-buildvcs=false GOBIN="$CACHE/bin" timeout 1500 go install "github.com/influxdata/influxdb/cmd/influxd@$VERSION") >&2
+	fi
+	exec 9>&-
+}
+
+# use_dir sets DIR and the server's settings from the folder given, or from
+# $HLOAD_INFLUXD_DIR, and checks that start made it.
+use_dir() {
+	DIR="${1:-${HLOAD_INFLUXD_DIR:-}}"
+	if [ -z "$DIR" ]; then
+		log "which server? give the folder start made (HLOAD_INFLUXD_DIR), as in: $0 ${CMD} /tmp/hload-influxd.XXXXXXXXXX"
+		exit 2
+	fi
+	DIR="$(cd "$DIR" 2>/dev/null && pwd)" || { log "no folder $1"; exit 1; }
+	if [ ! -f "$DIR/$MARK" ] || [ ! -f "$DIR/instance.env" ]; then
+		log "$DIR was not made by $0 start (no $MARK and instance.env in it); leaving it alone"
+		exit 1
+	fi
+	# shellcheck source=/dev/null
+	. "$DIR/instance.env"
+	URL="http://127.0.0.1:$HTTP_PORT"
+}
+
+pick_ports() {
+	local ports
+	mapfile -t ports < <(cd "$ROOT" && timeout 120 go run ./scripts/freeport 2)
+	if [ ${#ports[@]} != 2 ]; then
+		log "scripts/freeport did not print 2 ports"
+		return 1
+	fi
+	HTTP_PORT=${ports[0]}
+	RPC_PORT=${ports[1]}
+	printf 'HTTP_PORT=%s\nRPC_PORT=%s\n' "$HTTP_PORT" "$RPC_PORT" >"$DIR/instance.env"
+	URL="http://127.0.0.1:$HTTP_PORT"
 }
 
 write_config() {
-	mkdir -p "$STATE/data" "$STATE/meta" "$STATE/wal"
-	cat >"$STATE/influxdb.conf" <<EOF
+	mkdir -p "$DIR/data" "$DIR/meta" "$DIR/wal"
+	cat >"$DIR/influxdb.conf" <<EOF
 reporting-disabled = true
 bind-address = "127.0.0.1:$RPC_PORT"
 
 [meta]
-  dir = "$STATE/meta"
+  dir = "$DIR/meta"
 
 [data]
-  dir = "$STATE/data"
-  wal-dir = "$STATE/wal"
+  dir = "$DIR/data"
+  wal-dir = "$DIR/wal"
   query-log-enabled = false
 
 [http]
@@ -72,32 +126,45 @@ bind-address = "127.0.0.1:$RPC_PORT"
 EOF
 }
 
+# pid prints the PID of the influxd this folder's start launched, while it
+# runs: the recorded PID, if its environment carries our mark (a PID can be
+# reused by another program once ours has exited).
 pid() {
-	if [ -f "$STATE/influxd.pid" ]; then
-		local p
-		p=$(cat "$STATE/influxd.pid")
-		if kill -0 "$p" 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
+	local p
+	p=$(cat "$DIR/influxd.pid" 2>/dev/null || true)
+	if [ -n "$p" ] && grep -qzxF "HLOAD_SERVICE=$DIR" "/proc/$p/environ" 2>/dev/null; then
+		echo "$p"
+		return 0
 	fi
 	return 1
 }
 
 ping() { curl -fsS -o /dev/null --max-time 2 "$URL/ping" 2>/dev/null; }
 
-# wait_ping waits up to 30 s for /ping to answer.
+# ours succeeds when the server at $URL is the one we started: expvar's
+# cmdline, at /debug/vars, names our config file.
+ours() {
+	local vars
+	vars=$(curl -fsS --max-time 5 "$URL/debug/vars" 2>/dev/null) || return 1
+	[[ "$vars" == *"\"$DIR/influxdb.conf\""* ]]
+}
+
+# wait_ping waits up to 60 s for our server to answer /ping. Another
+# server on our port would answer too, but ours would then exit, unable to
+# bind it.
 wait_ping() {
-	for _ in $(seq 1 150); do
-		if ping; then return 0; fi
+	for _ in $(seq 1 300); do
 		if ! pid >/dev/null; then
-			log "influxd exited; last lines of $STATE/influxd.log:"
-			tail -n 20 "$STATE/influxd.log" >&2 || true
+			log "influxd exited; last lines of $DIR/influxd.log:"
+			tail -n 20 "$DIR/influxd.log" >&2 || true
 			return 1
+		fi
+		if ping && ours; then
+			return 0
 		fi
 		sleep 0.2
 	done
-	log "influxd did not answer $URL/ping within 30s"
+	log "influxd did not answer $URL/ping within 60s"
 	return 1
 }
 
@@ -107,9 +174,16 @@ launch() {
 	fi
 	write_config
 	# setsid: the server is not in the caller's process group, so a test's
-	# Ctrl-C does not take it down half way; stop ends it.
-	setsid "$BIN" -config "$STATE/influxdb.conf" >>"$STATE/influxd.log" 2>&1 </dev/null &
-	echo $! >"$STATE/influxd.pid"
+	# Ctrl-C does not take it down half way; stop ends it. The shell writes
+	# its own PID and then becomes influxd, so the PID is influxd's
+	# whether or not setsid has to fork.
+	setsid env "HLOAD_SERVICE=$DIR" sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$DIR/influxd.pid" \
+		"$BIN" -config "$DIR/influxdb.conf" >>"$DIR/influxd.log" 2>&1 </dev/null &
+	# Until the shell has written its PID, pid finds nothing.
+	for _ in $(seq 1 50); do
+		[ -s "$DIR/influxd.pid" ] && break
+		sleep 0.1
+	done
 	wait_ping
 }
 
@@ -117,20 +191,26 @@ launch() {
 halt() {
 	local p
 	if ! p=$(pid); then
-		rm -f "$STATE/influxd.pid"
+		rm -f "$DIR/influxd.pid"
 		return 0
 	fi
 	kill -TERM "$p" 2>/dev/null || true
 	for _ in $(seq 1 50); do
 		if ! kill -0 "$p" 2>/dev/null; then
-			rm -f "$STATE/influxd.pid"
+			rm -f "$DIR/influxd.pid"
 			return 0
 		fi
 		sleep 0.2
 	done
 	log "influxd $p ignored SIGTERM for 10s; killing it"
 	kill -KILL "$p" 2>/dev/null || true
-	rm -f "$STATE/influxd.pid"
+	rm -f "$DIR/influxd.pid"
+}
+
+remove_dir() {
+	if [ -f "$DIR/$MARK" ]; then
+		rm -rf "$DIR"
+	fi
 }
 
 exports() {
@@ -138,38 +218,71 @@ exports() {
 	echo "export HLOAD_INFLUX_BUCKET=$DB"
 	echo "export HLOAD_INFLUX_ORG=hload"
 	echo "export HLOAD_INFLUX_TOKEN="
-	echo "export HLOAD_INFLUXD_CTL=$SELF"
+	echo "export HLOAD_INFLUXD_DIR=$DIR"
+	echo "export HLOAD_INFLUXD_CTL=$DIR/ctl"
 }
 
-case "${1:-}" in
-start)
+start() {
 	command -v curl >/dev/null || { log "curl is needed"; exit 1; }
 	build
-	launch
+	DIR="$(mktemp -d "${TMPDIR:-/tmp}/hload-influxd.XXXXXXXXXX")"
+	echo "made by $SELF start" >"$DIR/$MARK"
+	# Whatever ends this start before the server answers (a failure, the
+	# caller's Ctrl-C), stop what it launched and remove its folder.
+	STARTED=
+	trap '[ -n "$STARTED" ] || { halt; remove_dir; }' EXIT
+	trap 'exit 130' INT TERM
+	local attempt
+	for attempt in 1 2 3; do
+		pick_ports
+		if launch; then
+			STARTED=1
+			break
+		fi
+		log "attempt $attempt failed (a port taken since it was picked?); trying again on new ports"
+		halt
+		rm -rf "$DIR/data" "$DIR/meta" "$DIR/wal"
+	done
+	if [ -z "$STARTED" ]; then
+		log "influxd did not start in 3 attempts"
+		exit 1
+	fi
 	# CREATE DATABASE is idempotent in 1.8.
 	curl -fsS -o /dev/null --max-time 10 -XPOST "$URL/query" --data-urlencode "q=CREATE DATABASE \"$DB\""
-	log "influxd $VERSION answers at $URL (database $DB, data in $STATE)"
+	printf '#!/bin/sh\n# scripts/influxd.sh for the server in this folder.\nexec %q "$1" %q\n' "$SELF" "$DIR" >"$DIR/ctl"
+	chmod 755 "$DIR/ctl"
+	log "influxd $VERSION answers at $URL (database $DB, folder $DIR)"
 	exports
+}
+
+CMD="${1:-}"
+case "$CMD" in
+start)
+	start
 	;;
 stop)
+	use_dir "${2:-}"
 	halt
-	rm -rf "$STATE"
+	remove_dir
 	;;
 restart-stop)
+	use_dir "${2:-}"
 	halt
 	;;
 restart-start)
-	[ -f "$STATE/influxdb.conf" ] || { log "no data dir at $STATE; run start first"; exit 1; }
+	use_dir "${2:-}"
 	launch
 	;;
 status)
+	use_dir "${2:-}"
 	ping
 	;;
 env)
+	use_dir "${2:-}"
 	exports
 	;;
 *)
-	echo "usage: $0 start|stop|restart-stop|restart-start|status|env" >&2
+	echo "usage: $0 start | stop|restart-stop|restart-start|status|env [FOLDER]" >&2
 	exit 2
 	;;
 esac

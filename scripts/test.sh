@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, as README.md and .ci/run say. Every install step
 # the tests need belongs in this script, so a fresh clone passes with only Go.
+# Two runs may go at once on one machine: the services each starts are its
+# own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,27 +26,51 @@ peers_env=$(scripts/peers.sh)
 eval "$peers_env"
 go run ./bench -duration 2s -rounds 1 -require-all
 
-echo "== services: RabbitMQ and InfluxDB 1.8.3 on loopback"
+echo "== services: RabbitMQ and InfluxDB 1.8.3 on loopback, this run's own"
 # Real brokers and databases for the AMQP and InfluxDB tests, as users run
 # them. The scripts install or build what is missing (rabbitmq-server from
-# Debian; influxd with go install, cached in ~/.cache/hload), bind to
-# 127.0.0.1 only, and print the exports the tests read. Started side by side,
-# because the first build of influxd takes a while; stopped on any exit.
-services=$(mktemp -d)
+# Debian; influxd with go install, cached in ~/.cache/hload), and each start
+# runs a server of its own: free ports on 127.0.0.1 (scripts/freeport), a
+# mktemp folder for its data, and for RabbitMQ a node name and an epmd of
+# its own. So two runs of this script on one machine never share or stop
+# each other's. Started side by side, because the first build of influxd
+# takes a while. On any exit this run stops what it started, by the folders
+# its starts printed, and nothing else.
+services=$(mktemp -d "${TMPDIR:-/tmp}/hload-test.XXXXXXXXXX")
+rabbitmq= influxd= rabbitmq_dir= influxd_dir=
 stop_services() {
-	scripts/influxd.sh stop >/dev/null 2>&1 || true
-	scripts/rabbitmq.sh stop >/dev/null 2>&1 || true
+	# A start still running (this run was interrupted) ends on SIGTERM,
+	# stopping what it launched; a background job ignores SIGINT.
+	for job in $rabbitmq $influxd; do
+		kill -TERM "$job" 2>/dev/null || true
+		wait "$job" 2>/dev/null || true
+	done
+	if [ -z "$influxd_dir" ]; then influxd_dir=$(sed -n 's/^export HLOAD_INFLUXD_DIR=//p' "$services/influxd.env" 2>/dev/null || true); fi
+	if [ -z "$rabbitmq_dir" ]; then rabbitmq_dir=$(sed -n 's/^export HLOAD_RABBITMQ_DIR=//p' "$services/rabbitmq.env" 2>/dev/null || true); fi
+	if [ -n "$influxd_dir" ]; then scripts/influxd.sh stop "$influxd_dir" || true; fi
+	if [ -n "$rabbitmq_dir" ]; then scripts/rabbitmq.sh stop "$rabbitmq_dir" || true; fi
 	rm -rf "$services"
 }
 trap stop_services EXIT
+trap 'exit 130' INT TERM
 scripts/rabbitmq.sh start >"$services/rabbitmq.env" &
 rabbitmq=$!
 scripts/influxd.sh start >"$services/influxd.env" &
 influxd=$!
-wait "$rabbitmq" || { echo "RabbitMQ did not start"; exit 1; }
-wait "$influxd" || { echo "InfluxDB did not start"; exit 1; }
+rabbitmq_ok=1 influxd_ok=1
+wait "$rabbitmq" || rabbitmq_ok=
+wait "$influxd" || influxd_ok=
+rabbitmq= influxd=
+rabbitmq_dir=$(sed -n 's/^export HLOAD_RABBITMQ_DIR=//p' "$services/rabbitmq.env")
+influxd_dir=$(sed -n 's/^export HLOAD_INFLUXD_DIR=//p' "$services/influxd.env")
+[ -n "$rabbitmq_ok" ] || { echo "RabbitMQ did not start"; exit 1; }
+[ -n "$influxd_ok" ] || { echo "InfluxDB did not start"; exit 1; }
 . "$services/rabbitmq.env"
 . "$services/influxd.env"
+# The AMQP and InfluxDB tests fail, instead of skipping, when a service they
+# need is missing or does not answer: a broken export above must not turn
+# them into silent skips.
+export HLOAD_REQUIRE_SERVICES=1
 
 echo "== go test (race detector, short)"
 # -short skips only the slow end-to-end runs, which the next step runs in full.
