@@ -236,3 +236,76 @@ func TestBadValuesFailAtOpenOrFirstCall(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginNullAttributes: a plugin source that evaluates to null is a
+// mistake at load for validate, plan and apply alike, never a panic; a
+// sha256 that is null or "" leaves the binary unpinned, so that a variable
+// can make the pin optional.
+func TestPluginNullAttributes(t *testing.T) {
+	requirePlugins(t)
+	bin, _ := pluginCopy(t, "echo")
+	srv := startEchoServer(t)
+	test := func(plugin string) string {
+		return `variable "pin" {
+  type    = string
+  default = null
+}
+
+variable "source" {
+  type    = string
+  default = null
+}
+
+plugin "echo" {
+  ` + plugin + `
+}
+
+target "t" {
+  protocol = "echo"
+  address  = "` + srv.addr + `"
+}
+
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+
+  request "r" {
+    payload = "x"
+  }
+}
+`
+	}
+	for _, c := range []struct {
+		name, plugin string
+		vars         []string
+		code         int
+		place        string
+	}{
+		{"source null", "source = null", nil, exitUsage, "test.hcl:12:12"},
+		{"source null through a variable", "source = var.source", nil, exitUsage, "test.hcl:12:12"},
+		{"sha256 null", "source = " + fmt.Sprintf("%q", bin) + "\n  sha256 = var.pin", nil, exitOK, ""},
+		{"sha256 empty", "source = " + fmt.Sprintf("%q", bin) + "\n  sha256 = var.pin", []string{"--var", "pin="}, exitOK, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, dir, "test.hcl", test(c.plugin))
+			// An unpinned plugin runs: apply sends its load to the echo server.
+			before := srv.conns.Load()
+			for _, cmd := range []string{"validate", "plan", "apply"} {
+				args := []string{cmd, "--no-color", "test.hcl"}
+				if cmd == "apply" {
+					args = append(args, "--quiet")
+				}
+				r := hload(t, dir, append(args, c.vars...)...)
+				noLeftovers(t, bin)
+				if r.code != c.code || strings.Contains(r.stderr, "panic") || (c.place != "" && !strings.Contains(r.stderr, "at "+c.place+";")) {
+					t.Errorf("%s: exit %d, want %d at %q\nstderr:\n%s", cmd, r.code, c.code, c.place, r.stderr)
+				}
+			}
+			if sent := srv.conns.Load() - before; (sent > 0) != (c.code == exitOK) {
+				t.Errorf("the echo server got %d connections", sent)
+			}
+		})
+	}
+}
