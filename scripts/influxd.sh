@@ -53,7 +53,7 @@ build() {
 	mkdir -p "$CACHE/bin"
 	# Two runs may both find it missing: one builds, the other waits.
 	exec 9>>"$CACHE/influxd.lock"
-	if ! timeout 1500 flock 9; then
+	if ! flock -w 1500 9; then
 		log "waited 1500s for another build of influxd ($CACHE/influxd.lock)"
 		exit 1
 	fi

@@ -9,8 +9,8 @@
 # wrk and hey are Debian's packages (apt-get, so it needs root once).
 # vegeta is built with `go install ...@v12.13.0` into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/hload/bin, outside the repo's go.mod, the
-# way influxd.sh builds influxd. That version is the one PERFORMANCE.md
-# measured.
+# way influxd.sh builds influxd. That version is the one docs/performance.md
+# names.
 #
 # Idempotent: a tool already there is left alone. Every step is bounded in
 # time. Logs go to stderr; stdout carries only the export, for eval.
@@ -30,6 +30,23 @@ apt_install() {
 		log "$* not installed and installing needs root: apt-get install -y $*"
 		exit 1
 	fi
+	# One lock for every apt-get of hload's scripts (rabbitmq.sh takes it
+	# too): dpkg allows one at a time, and two test runs may both find a
+	# tool missing.
+	exec 9>>/tmp/hload-apt.lock
+	if ! flock -w 900 9; then
+		log "waited 900s for another install to finish (/tmp/hload-apt.lock)"
+		exit 1
+	fi
+	local still=() t
+	for t in "$@"; do
+		command -v "$t" >/dev/null 2>&1 || still+=("$t")
+	done
+	if [ ${#still[@]} = 0 ]; then # installed by the run that held the lock
+		exec 9>&-
+		return
+	fi
+	set -- "${still[@]}"
 	log "installing $* (apt-get)"
 	if ! apt-cache show "$@" >/dev/null 2>&1; then
 		timeout 300 apt-get update >&2
@@ -38,6 +55,7 @@ apt_install() {
 		timeout 300 apt-get update >&2
 		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends "$@" >&2
 	fi
+	exec 9>&-
 }
 
 missing=()

@@ -58,7 +58,7 @@ install() {
 		exit 1
 	fi
 	exec 9>>"$APT_LOCK"
-	if ! timeout 900 flock 9; then
+	if ! flock -w 900 9; then
 		log "waited 900s for another install to finish ($APT_LOCK)"
 		exit 1
 	fi
