@@ -250,7 +250,12 @@ func (s *Sink) writeRows(records ...[]string) {
 }
 
 // Write adds one row per (scenario, request) of the snapshot, sorted by
-// scenario and request. A scenario with active VUs or dropped iterations
+// scenario and request. The rps column is the snapshot's rate: in the
+// run's last row, when that interval is shorter than the others, it runs
+// over the interval before it too (metrics.Snapshot.RateStart), so the
+// calls that end with the run are not scaled from a few milliseconds to
+// a per-second rate; the count column is the row's own, so the counts
+// still add up to the summary's. A scenario with active VUs or dropped iterations
 // but no finished request in the interval gets a row with an empty request,
 // so that its VUs and drops are never missing from the file. It returns
 // an earlier write error, if any.
