@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -79,15 +80,26 @@ func TestStartStopsWithContext(t *testing.T) {
 	}
 }
 
+// TestStartCancelledContext starts the shop with a context that has already
+// ended. Start may refuse, but only for that reason; if it starts, the shop
+// must stop at once and answer nothing.
 func TestStartCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	s, err := Start(ctx, "", Options{Products: testProducts})
 	if err != nil {
-		return // refusing to start is fine too
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Start with a cancelled context = %v, want a running shop or context.Canceled", err)
+		}
+		return
 	}
 	waitDone(t, s)
-	s.Close()
+	if code, _, err := get(s.URL() + "/health"); err == nil {
+		t.Errorf("GET /health = %d after the context ended before Start; want no answer", code)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close() = %v, want nil", err)
+	}
 }
 
 func TestStartAddressInUse(t *testing.T) {
