@@ -120,6 +120,11 @@ func TestDescribe(t *testing.T) {
 		if got := info.RequestSpec["json"].(*hcldec.AttrSpec).Type; got != cty.DynamicPseudoType {
 			t.Errorf("json type = %#v", got)
 		}
+		// Every metric a call emits besides request is declared, so that a
+		// threshold on it is accepted, and no other.
+		if got := strings.Join(info.Metrics, ","); got != "ttfb,connect" {
+			t.Errorf("Metrics = %q, want ttfb,connect", got)
+		}
 	})
 }
 
@@ -603,6 +608,9 @@ func TestErrorKinds(t *testing.T) {
 				}
 				if res.count != 1 || res.request.Error != tc.want {
 					t.Fatalf("error kind = %q, want %q (sample %+v)", res.request.Error, tc.want, res.request)
+				}
+				if res.request.Message == "" {
+					t.Errorf("a %s failure without a message", tc.want)
 				}
 				if res.request.Status != 0 {
 					t.Errorf("status = %d", res.request.Status)
