@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -173,6 +174,9 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		scenarios: map[string]*Scenario{},
 		feeders:   map[string]*feederEntry{},
 		plugins:   map[string]bool{},
+	}
+	if opts.FixedDraws {
+		maps.Copy(l.funcs, loadFunctions())
 	}
 	l.varCtx = &hcl.EvalContext{Functions: l.funcs}
 

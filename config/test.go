@@ -40,6 +40,14 @@ type Options struct {
 	// launches the plugin binaries here. Nil makes a plugin block a
 	// diagnostic.
 	Plugins func(decls []*Plugin) (*protocols.Registry, hcl.Diagnostics)
+	// FixedDraws makes every random function draw from a fixed seed, also
+	// in values drawn once per run such as a local's, so that loading the
+	// same files always gives the same verdict. It is for the commands
+	// that run nothing (validate, plan): a Test loaded with it must not be
+	// run, as its draws would repeat from run to run and its generator is
+	// not safe for the VUs' concurrent calls. A request's per-iteration
+	// values are checked with fixed draws either way.
+	FixedDraws bool
 }
 
 // Test is a loaded, validated test.

@@ -266,3 +266,44 @@ func TestThresholdMetrics(t *testing.T) {
 		})
 	}
 }
+
+// flakyLocal draws a local once per load; the value fails for half the
+// draws, and a target uses it.
+const flakyLocal = `
+locals {
+  port = tonumber(random_choice(["8080", "80", "x", "y"]))
+}
+target "shop" {
+  base_url = "http://127.0.0.1:${local.port}"
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  request "r" {
+    path = "/"
+  }
+}
+`
+
+// TestFixedDrawsMakeLocalsDeterministic: with FixedDraws, as validate and
+// plan load, a local drawn once per load gives one verdict on every load;
+// without it, as apply loads, the local is drawn anew each time.
+func TestFixedDrawsMakeLocalsDeterministic(t *testing.T) {
+	verdicts := func(fixed bool) map[bool]int {
+		opts := testOptions()
+		opts.FixedDraws = fixed
+		got := map[bool]int{}
+		for range 40 {
+			_, diags := Parse(map[string][]byte{"t.hcl": []byte(flakyLocal)}, ".", opts)
+			got[diags.HasErrors()]++
+		}
+		return got
+	}
+	if v := verdicts(true); len(v) != 1 {
+		t.Errorf("with FixedDraws, 40 loads gave %d failures and %d successes", v[true], v[false])
+	}
+	if v := verdicts(false); len(v) != 2 {
+		t.Errorf("without FixedDraws, 40 loads gave %d failures and %d successes: the local is not drawn per load", v[true], v[false])
+	}
+}

@@ -72,22 +72,35 @@ func sinkSpecs() map[string]hcldec.ObjectSpec {
 	return map[string]hcldec.ObjectSpec{"csv": csv.Spec(), "influxdb": influxdb.Spec()}
 }
 
+// loadOption changes how loadTest loads, for one command.
+type loadOption func(*config.Options)
+
+// runsNothing is the loadOption of the commands that only check or print
+// a test (validate, plan): every random draw comes from a fixed seed, so
+// that the same files always get the same verdict. apply must not use it:
+// its draws would repeat from run to run.
+func runsNothing(o *config.Options) { o.FixedDraws = true }
+
 // loadTest loads the files and renders any diagnostics to stderr, with
 // file, line, column and a snippet. A config error exits 2. plugins starts
 // the config's plugin blocks; a plugin that cannot start exits 1, as it is
 // a runtime failure rather than a mistake in the file.
-func loadTest(files []string, c *commonFlags, demoURL func() (string, error), plugins *pluginHost, stderr io.Writer) (*config.Test, error) {
+func loadTest(files []string, c *commonFlags, demoURL func() (string, error), plugins *pluginHost, stderr io.Writer, opts ...loadOption) (*config.Test, error) {
 	if len(files) == 0 {
 		return nil, &exitError{code: exitUsage, err: errors.New("no test file given; usage: hload apply FILE.hcl")}
 	}
-	test, diags := config.Load(files, config.Options{
+	o := config.Options{
 		Protocols: registry(),
 		Sinks:     sinkSpecs(),
 		Vars:      c.vars,
 		LookupEnv: os.LookupEnv,
 		DemoURL:   demoURL,
 		Plugins:   plugins.declared,
-	})
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	test, diags := config.Load(files, o)
 	if len(diags) > 0 {
 		var parsed map[string]*hcl.File
 		if test != nil {

@@ -309,3 +309,36 @@ scenario "s" {
 		})
 	}
 }
+
+// TestPlanIsDeterministic: a local drawn once per load whose value fails
+// for half the draws gets the same verdict from plan on every run (12
+// runs agreeing by chance: 1 in 2048).
+func TestPlanIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", `
+locals {
+  port = tonumber(random_choice(["8080", "80", "x", "y"]))
+}
+
+target "shop" {
+  base_url = "http://127.0.0.1:${local.port}"
+}
+
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+
+  request "r" {
+    path = "/"
+  }
+}
+`)
+	codes := map[int]int{}
+	for range 12 {
+		codes[hload(t, dir, "plan", "--no-color", "test.hcl").code]++
+	}
+	if len(codes) != 1 {
+		t.Errorf("12 runs of plan gave the exit codes %v", codes)
+	}
+}
