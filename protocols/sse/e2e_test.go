@@ -325,7 +325,7 @@ scenario "s" {
 }
 `)}, t.TempDir(), config.Options{Protocols: reg})
 	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 12 ||
-		!strings.Contains(diags[0].Summary, "duration") || !strings.Contains(diags[0].Detail, `"soon" must be a positive duration`) {
+		!strings.Contains(diags[0].Summary, "duration") || !strings.Contains(diags[0].Detail, `"soon" is not a duration`) {
 		t.Fatalf("diagnostics: %v", diags)
 	}
 }

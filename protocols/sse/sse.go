@@ -19,7 +19,6 @@ package sse
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"net/url"
 	"regexp"
 	"strings"
@@ -31,7 +30,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
@@ -233,12 +231,8 @@ func parseTarget(target cty.Value) (*targetConfig, *attrError) {
 	if cfg.timeout, err = durationAttr(target, "timeout", cfg.timeout); err != nil {
 		return nil, &attrError{attr: "timeout", err: err}
 	}
-	if v := protocols.Attr(target, "insecure_skip_verify"); !v.IsNull() {
-		b, err := convert.Convert(v, cty.Bool)
-		if err != nil || !b.IsKnown() {
-			return nil, bad("insecure_skip_verify", "insecure_skip_verify must be true or false")
-		}
-		cfg.insecure = b.True()
+	if cfg.insecure, err = protocols.BoolAttr(target, "insecure_skip_verify", false); err != nil {
+		return nil, &attrError{attr: "insecure_skip_verify", err: err}
 	}
 	if cfg.maxEventSize, err = intAttr(target, "max_event_size", 256, 64<<20, cfg.maxEventSize); err != nil {
 		return nil, &attrError{attr: "max_event_size", err: err}
@@ -361,12 +355,8 @@ func parseRequest(r cty.Value, rc *regexCache) (*streamConfig, *attrError) {
 	if sc.events, err = intAttr(r, "events", 1, 1<<31, 0); err != nil {
 		return nil, &attrError{attr: "events", err: err}
 	}
-	if v := protocols.Attr(r, "reconnect"); !v.IsNull() {
-		b, err := convert.Convert(v, cty.Bool)
-		if err != nil || !b.IsKnown() {
-			return nil, bad("reconnect", "reconnect must be true or false")
-		}
-		sc.reconnect = b.True()
+	if sc.reconnect, err = protocols.BoolAttr(r, "reconnect", false); err != nil {
+		return nil, &attrError{attr: "reconnect", err: err}
 	}
 	if sc.reconnectDelay, ae = dur("reconnect_delay", sc.reconnectDelay); ae != nil {
 		return nil, ae
@@ -465,67 +455,33 @@ func (cfg *targetConfig) requestURL(sc *streamConfig) *url.URL {
 	return &u
 }
 
+// durationAttr reads a duration as every protocol does: a string such as
+// "10s", or a number of seconds.
 func durationAttr(obj cty.Value, name string, def time.Duration) (time.Duration, error) {
-	s, err := protocols.StringAttr(obj, name)
-	if err != nil {
-		return 0, err
-	}
-	if s == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s %q must be a positive duration such as \"10s\"", name, s)
-	}
-	return d, nil
+	return protocols.DurationAttr(obj, name, def)
 }
 
-func intAttr(obj cty.Value, name string, lo, hi int64, def int) (int, error) {
-	v := protocols.Attr(obj, name)
-	if v.IsNull() {
-		return def, nil
-	}
-	c, err := convert.Convert(v, cty.Number)
-	if err != nil || !c.IsKnown() || c.IsNull() {
-		return 0, fmt.Errorf("%s must be a number", name)
-	}
-	bf := c.AsBigFloat()
-	if !bf.IsInt() || bf.Cmp(big.NewFloat(float64(lo))) < 0 || bf.Cmp(big.NewFloat(float64(hi))) > 0 {
-		return 0, fmt.Errorf("%s must be a whole number from %d to %d, not %s", name, lo, hi, bf.Text('g', -1))
-	}
-	n, _ := bf.Int64()
-	return int(n), nil
+func intAttr(obj cty.Value, name string, lo, hi int, def int) (int, error) {
+	return protocols.IntAttr(obj, name, lo, hi, def)
 }
 
-// mapAttr returns a map(string) attribute as key/value pairs; header keys
-// are canonicalised.
+// mapAttr returns a map(string) attribute as key/value pairs, sorted by
+// key; header keys are canonicalised.
 func mapAttr(obj cty.Value, name string) ([][2]string, error) {
-	v := protocols.Attr(obj, name)
-	if v.IsNull() {
-		return nil, nil
-	}
-	if !v.IsKnown() || !(v.Type().IsMapType() || v.Type().IsObjectType()) {
-		return nil, fmt.Errorf("%s must be a map of strings", name)
+	pairs, err := protocols.StringMapAttr(obj, name)
+	if err != nil {
+		return nil, err
 	}
 	var out [][2]string
-	for it := v.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		e, _ = e.Unmark()
-		if e.IsNull() {
-			continue
-		}
-		s, err := convert.Convert(e, cty.String)
-		if err != nil || !s.IsKnown() {
-			return nil, fmt.Errorf("%s[%q] must be a string", name, k.AsString())
-		}
-		key := k.AsString()
+	for _, p := range pairs {
+		key := p.Key
 		if name == "headers" {
 			key = nethttp.CanonicalHeaderKey(key)
-			if strings.ContainsAny(key+s.AsString(), "\r\n") {
-				return nil, fmt.Errorf("%s[%q] must not contain line breaks", name, k.AsString())
+			if strings.ContainsAny(key+p.Value, "\r\n") {
+				return nil, fmt.Errorf("%s[%q] must not contain line breaks", name, p.Key)
 			}
 		}
-		out = append(out, [2]string{key, s.AsString()})
+		out = append(out, [2]string{key, p.Value})
 	}
 	return out, nil
 }

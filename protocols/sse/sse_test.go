@@ -545,7 +545,7 @@ func TestValidateRequest(t *testing.T) {
 		attr  string
 		msg   string
 	}{
-		{map[string]cty.Value{"duration": str("soon")}, "duration", `duration "soon" must be a positive duration`},
+		{map[string]cty.Value{"duration": str("soon")}, "duration", `duration "soon" is not a duration; write it as "10s"`},
 		{map[string]cty.Value{"events": cty.NumberIntVal(0)}, "events", "events must be a whole number from 1"},
 		{map[string]cty.Value{"id_regex": str("(")}, "id_regex", "not a valid regular expression"},
 		{map[string]cty.Value{"id_regex": str("(a)(b)")}, "id_regex", "at most one capture group"},
@@ -561,7 +561,8 @@ func TestValidateRequest(t *testing.T) {
 			t.Errorf("%v: ValidateRequest = %q, %v; want %q and %q", tc.attrs, attr, err, tc.attr, tc.msg)
 		}
 	}
-	if attr, err := New().ValidateRequest(request(map[string]cty.Value{"path": str("/s"), "delivery_key": str("k"), "id_field": str("a.b")})); err != nil {
+	// A number of seconds is a duration, as for every protocol.
+	if attr, err := New().ValidateRequest(request(map[string]cty.Value{"path": str("/s"), "delivery_key": str("k"), "id_field": str("a.b"), "miss_grace": str("0.5")})); err != nil {
 		t.Errorf("valid request: %s: %v", attr, err)
 	}
 }
@@ -579,7 +580,7 @@ func TestBadCallSaysWhy(t *testing.T) {
 		c := open(t, p, srv.URL)
 		var got samples
 		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(map[string]cty.Value{"duration": str("soon")})}, got.emit)
-		if req := got.request(t); req.Error != protocols.ErrProtocol || !strings.Contains(req.Message, `duration "soon" must be a positive duration`) {
+		if req := got.request(t); req.Error != protocols.ErrProtocol || !strings.Contains(req.Message, `duration "soon" is not a duration`) {
 			t.Errorf("request %q, message %q: want protocol, and why", req.Error, req.Message)
 		}
 		got = samples{}
@@ -603,7 +604,7 @@ func TestValidateTarget(t *testing.T) {
 		{map[string]cty.Value{"base_url": str("ftp://h")}, "base_url", `must be an http:// or https:// URL`},
 		{map[string]cty.Value{"base_url": str("http://")}, "base_url", `has no host`},
 		{map[string]cty.Value{"base_url": str("")}, "base_url", `base_url is required`},
-		{map[string]cty.Value{"base_url": str("http://h"), "timeout": str("fast")}, "timeout", `timeout "fast" must be a positive duration`},
+		{map[string]cty.Value{"base_url": str("http://h"), "timeout": str("fast")}, "timeout", `timeout "fast" is not a duration; write it as "10s"`},
 		{map[string]cty.Value{"base_url": str("http://h"), "max_event_size": cty.NumberIntVal(10)}, "max_event_size", `max_event_size must be a whole number from 256`},
 		{map[string]cty.Value{"base_url": str("http://h"), "headers": cty.MapVal(map[string]cty.Value{"X": str("a\nb")})}, "headers", `must not contain line breaks`},
 	} {
