@@ -175,6 +175,9 @@ func (l *loader) checkThresholdMetric(t *Threshold, scenario *Scenario) *hcl.Dia
 			open = open || slices.Contains(openExecutors, s.Executor.Name())
 		}
 	}
+	if len(used) == 0 {
+		return nil // no request to watch, which is reported elsewhere
+	}
 	if open {
 		produced = append(produced, openModelMetrics...)
 	}
