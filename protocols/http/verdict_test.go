@@ -3,6 +3,7 @@ package http
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -224,14 +225,36 @@ type replayServer struct {
 	ended    int            // connections ended without an answer
 }
 
-func newReplayServer(t *testing.T, graceful bool) *replayServer {
+func newReplayServer(t *testing.T, graceful, useTLS bool) *replayServer {
 	s := &replayServer{graceful: graceful, requests: map[string]int{}}
-	s.url = rawServer(t, s.serve)
+	if !useTLS {
+		s.url = rawServer(t, s.serve)
+		return s
+	}
+	// httptest's certificate, on a listener of our own.
+	cert := httptest.NewUnstartedServer(nil)
+	cert.StartTLS()
+	cfg := cert.TLS.Clone()
+	cert.Close()
+	cfg.NextProtos = []string{"http/1.1"}
+	url := rawServer(t, func(conn net.Conn) {
+		tc := tls.Server(conn, cfg)
+		if err := tc.Handshake(); err != nil {
+			conn.Close()
+			return
+		}
+		s.serve(tc)
+	})
+	s.url = strings.Replace(url, "http://", "https://", 1)
 	return s
 }
 
 func (s *replayServer) serve(conn net.Conn) {
 	defer conn.Close()
+	tcp, _ := conn.(*net.TCPConn)
+	if tc, ok := conn.(*tls.Conn); ok {
+		tcp, _ = tc.NetConn().(*net.TCPConn)
+	}
 	br := bufio.NewReader(conn)
 	for n := 1; ; n++ {
 		r, err := nethttp.ReadRequest(br)
@@ -247,7 +270,8 @@ func (s *replayServer) serve(conn net.Conn) {
 		s.mu.Unlock()
 		if n == 2 {
 			if !s.graceful {
-				conn.(*net.TCPConn).SetLinger(0)
+				tcp.SetLinger(0)
+				tcp.Close() // a reset, without TLS's close_notify
 			}
 			return
 		}
@@ -282,24 +306,26 @@ func TestNoReplay(t *testing.T) {
 		cases := []struct {
 			name     string
 			graceful bool
+			tls      bool
 			first    string // the path of the first call, on a fresh connection
 			set      map[string]cty.Value
 			key      string
 			kind     protocols.ErrorKind
 		}{
-			{"GET reset", false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
-			{"HEAD reset", false, "/", map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal("/x")}, "HEAD /x", protocols.ErrReset},
-			{"GET reset with cookies", false, "/cookie", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
-			{"POST with an Idempotency-Key reset", false, "/", map[string]cty.Value{
+			{"GET reset", false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"HEAD reset", false, false, "/", map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal("/x")}, "HEAD /x", protocols.ErrReset},
+			{"GET reset with cookies", false, false, "/cookie", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"POST with an Idempotency-Key reset", false, false, "/", map[string]cty.Value{
 				"path": cty.StringVal("/x"), "body": cty.StringVal("data"), "headers": strMap("Idempotency-Key", "k1"),
 			}, "POST /x", protocols.ErrReset},
-			{"POST reset", false, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal("data")}, "POST /x", protocols.ErrReset},
-			{"GET closed after it was read", true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
+			{"POST reset", false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal("data")}, "POST /x", protocols.ErrReset},
+			{"GET reset over TLS", false, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"GET closed after it was read", true, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				srv := newReplayServer(t, tc.graceful)
-				c := open(t, p, srv.url, nil)
+				srv := newReplayServer(t, tc.graceful, tc.tls)
+				c := open(t, p, srv.url, map[string]cty.Value{"insecure_skip_verify": cty.True})
 				const calls = 5
 				for i := range calls {
 					vu := uint64(i + 1) // a VU of its own: its first call opens a connection
