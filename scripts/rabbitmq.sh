@@ -32,6 +32,9 @@
 # environment (HLOAD_SERVICE=$DIR#node or $DIR#epmd, set on everything
 # start launches), by PID. It removes $DIR only when it holds the mark
 # file start wrote there. Every step is bounded in time.
+#
+# It needs root: to install the package, and to run the broker as the
+# rabbitmq user (runuser).
 set -euo pipefail
 
 SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -305,7 +308,7 @@ launch() {
 	wait_up
 }
 
-# halt_node stops the broker, keeping its data, and our epmd.
+# halt_node stops the broker, keeping its data and our epmd for a restart.
 halt_node() {
 	local p
 	p=$(cat "$NODE_DIR/rabbitmq.pid" 2>/dev/null || true)
