@@ -24,18 +24,9 @@ type wire struct {
 
 // countingConn is a TCP connection that counts its bytes into its VU's
 // wire and remembers how long it took to set up, so that the first call to
-// use it can report the connect time.
-//
-// On an HTTP/1 connection it also keeps the transport from sending a
-// request twice. net/http sends an idempotent request again, on another
-// connection, when a reused connection fails after the request was written
-// and before the response began; the server may have received it the first
-// time. So the writer arms the connection with the call in flight before it
-// writes, the first byte read disarms it, and a read that fails while it is
-// armed ends the call (see callState.lose) before the transport can retry.
-// A write on a connection whose reader already saw the server close it is
-// refused with nothing written: that is the one retry net/http makes which
-// is always safe, and it is left to make it.
+// use it can report the connect time. On a plain HTTP/1 connection its
+// guard also keeps the transport from sending a request twice; over TLS,
+// tlsConn's guard does, above TLS.
 type countingConn struct {
 	net.Conn
 	wire *wire
@@ -46,9 +37,83 @@ type countingConn struct {
 	// reported is set by the first call that used this connection, so its
 	// set-up is reported once however the transport pools it.
 	reported atomic.Bool
-	// h1 says the connection carries HTTP/1; set before the transport
-	// sees the conn. HTTP/2 has its own retry rules; see docs/http.md.
-	h1 bool
+	// guarded says guard is on: plain HTTP/1. Set before the transport
+	// sees the conn.
+	guarded bool
+	guard   guard
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.wire.received.Add(int64(n))
+	if c.guarded {
+		c.guard.read(n, err)
+	}
+	return n, err
+}
+
+// Write counts before writing: once the bytes are on the wire the server may
+// answer, and the call may finish before this goroutine runs again. The
+// guard arms before writing, for the same reason: the server may reset the
+// connection before Write returns.
+func (c *countingConn) Write(p []byte) (int, error) {
+	var prev *callState
+	if c.guarded {
+		var err error
+		if prev, err = c.guard.arm(); err != nil {
+			return 0, err
+		}
+	}
+	c.wire.sent.Add(int64(len(p)))
+	n, err := c.Conn.Write(p)
+	if n < len(p) {
+		c.wire.sent.Add(int64(n - len(p)))
+		if n == 0 && c.guarded {
+			c.guard.disarm(prev)
+		}
+	}
+	return n, err
+}
+
+// tlsConn is an HTTP/1 connection over TLS, guarded above TLS: a byte read
+// there is a byte of the response, not a TLS record such as the server's
+// close_notify. An HTTP/2 connection stays a bare *tls.Conn, which is how
+// the transport tells that it negotiated HTTP/2.
+type tlsConn struct {
+	*tls.Conn
+	guard guard
+}
+
+func (c *tlsConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.guard.read(n, err)
+	return n, err
+}
+
+func (c *tlsConn) Write(p []byte) (int, error) {
+	prev, err := c.guard.arm()
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.Conn.Write(p)
+	if n == 0 && len(p) > 0 {
+		c.guard.disarm(prev)
+	}
+	return n, err
+}
+
+// guard keeps the transport from sending a request twice on an HTTP/1
+// connection. net/http sends an idempotent request again, on another
+// connection, when a reused connection fails after the request was written
+// and before the response began; the server may have received it the first
+// time. So the writer arms the guard with the VU's call in flight before
+// it writes, the first byte read disarms it, and a read that fails while it
+// is armed ends the call (see callState.lose) before the transport can
+// retry. A write on a connection whose reader already saw it fail is
+// refused with nothing written: that is the one retry net/http makes which
+// is always safe, and it is left to make it.
+type guard struct {
+	wire *wire
 	// armed is the call whose request was written and whose response has
 	// not begun; closed is set once a read failed. answered is set once a
 	// response began here, so the connection counts as reused; only the
@@ -58,52 +123,38 @@ type countingConn struct {
 	answered bool
 }
 
-func (c *countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.wire.received.Add(int64(n))
-	if !c.h1 {
-		return n, err
-	}
-	if n > 0 {
-		if c.armed.Load() != nil {
-			c.armed.Store(nil)
-			c.answered = true
-		}
-	} else if err != nil {
-		c.closed.Store(true)
-		if s := c.armed.Swap(nil); s != nil && c.wire.inflight.Load() == s {
-			s.lose(err, c.answered)
-		}
-	}
-	return n, err
-}
-
 // errClosedBeforeWrite refuses a write on a connection the server closed.
 var errClosedBeforeWrite = fmt.Errorf("the server closed the connection before the request was written: %w", io.EOF)
 
-// Write counts before writing: once the bytes are on the wire the server may
-// answer, and the call may finish before this goroutine runs again. It arms
-// the connection before writing, for the same reason: the server may reset
-// the connection before Write returns.
-func (c *countingConn) Write(p []byte) (int, error) {
-	var prev *callState
-	if c.h1 {
-		if c.closed.Load() {
-			return 0, errClosedBeforeWrite
+// arm arms the guard with the call in flight, if any, before a write, and
+// returns what it was armed with; it refuses the write on a closed
+// connection.
+func (g *guard) arm() (prev *callState, err error) {
+	if g.closed.Load() {
+		return nil, errClosedBeforeWrite
+	}
+	if s := g.wire.inflight.Load(); s != nil {
+		prev = g.armed.Swap(s)
+	}
+	return prev, nil
+}
+
+// disarm undoes arm after a write that wrote nothing.
+func (g *guard) disarm(prev *callState) { g.armed.Store(prev) }
+
+// read follows a read: a byte disarms, an error ends the armed call.
+func (g *guard) read(n int, err error) {
+	if n > 0 {
+		if g.armed.Load() != nil {
+			g.armed.Store(nil)
+			g.answered = true
 		}
-		if s := c.wire.inflight.Load(); s != nil {
-			prev = c.armed.Swap(s)
+	} else if err != nil {
+		g.closed.Store(true)
+		if s := g.armed.Swap(nil); s != nil && g.wire.inflight.Load() == s {
+			s.lose(err, g.answered)
 		}
 	}
-	c.wire.sent.Add(int64(len(p)))
-	n, err := c.Conn.Write(p)
-	if n < len(p) {
-		c.wire.sent.Add(int64(n - len(p)))
-		if n == 0 && c.h1 {
-			c.armed.Store(prev) // nothing went out
-		}
-	}
-	return n, err
 }
 
 // connOf returns the countingConn under a connection handed out by the
@@ -113,6 +164,9 @@ func connOf(c net.Conn) *countingConn {
 	case *countingConn:
 		return c
 	case *tls.Conn:
+		cc, _ := c.NetConn().(*countingConn)
+		return cc
+	case *tlsConn:
 		cc, _ := c.NetConn().(*countingConn)
 		return cc
 	}
@@ -192,7 +246,7 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (*countingConn,
 		begin, end = t.start, t.done
 	}
 	t.mu.Unlock()
-	return &countingConn{Conn: c, wire: d.wire, connect: end.Sub(begin), connected: end}, nil
+	return &countingConn{Conn: c, wire: d.wire, connect: end.Sub(begin), connected: end, guard: guard{wire: d.wire}}, nil
 }
 
 // DialContext is the transport's dialer for http.
@@ -201,7 +255,7 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	c.h1 = true // hload does not send HTTP/2 without TLS
+	c.guarded = true // hload does not send HTTP/2 without TLS
 	return c, nil
 }
 
@@ -227,6 +281,8 @@ func (d *dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	}
 	c.connected = time.Now()
 	c.connect += c.connected.Sub(begin)
-	c.h1 = tc.ConnectionState().NegotiatedProtocol != "h2"
-	return tc, nil
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		return tc, nil // HTTP/2 has its own retry rules; see docs/http.md
+	}
+	return &tlsConn{Conn: tc, guard: guard{wire: d.wire}}, nil
 }

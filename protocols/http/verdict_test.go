@@ -320,6 +320,7 @@ func TestNoReplay(t *testing.T) {
 			}, "POST /x", protocols.ErrReset},
 			{"POST reset", false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal("data")}, "POST /x", protocols.ErrReset},
 			{"GET reset over TLS", false, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"GET closed after it was read, over TLS", true, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
 			{"GET closed after it was read", true, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
 		}
 		for _, tc := range cases {
@@ -353,7 +354,7 @@ func TestNoReplay(t *testing.T) {
 func TestWriteAfterCloseIsRefused(t *testing.T) {
 	client, server := net.Pipe()
 	w := &wire{}
-	c := &countingConn{Conn: client, wire: w, h1: true}
+	c := &countingConn{Conn: client, wire: w, guarded: true, guard: guard{wire: w}}
 	server.Close()
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("Read = %v, want EOF", err)
