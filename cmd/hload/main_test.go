@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 )
 
@@ -320,6 +321,14 @@ func TestQuickstart(t *testing.T) {
 	if got := csvCount(t, filepath.Join(dir, "quickstart-results.csv")); got != total || total == 0 {
 		t.Fatalf("CSV adds up to %d, summary %d", got, total)
 	}
+	// Every pick of the deterministic picker is one call, so the first
+	// total picks of its cycle give each request's count exactly.
+	names := []string{"main", "login", "list", "detail", "order"}
+	for i, want := range smoothCounts([]int{60, 5, 20, 10, 5}, total) {
+		if got := sum.Scenarios["shop"].Requests[names[i]].Count; got != want {
+			t.Errorf("%s: %d calls of %d, want exactly %d from the picker's cycle", names[i], got, total, want)
+		}
+	}
 	t.Logf("quickstart: %d requests\n%s", total, r.stdout)
 }
 
@@ -574,4 +583,27 @@ func csvRows(t *testing.T, path string) []map[string]string {
 		out = append(out, m)
 	}
 	return out
+}
+
+// smoothCounts counts the requests of the first n picks of smooth weighted
+// round-robin (nginx's), as core's picker makes them, written again here so
+// that a change to the picker shows: the weights reduced as config reduces
+// them, and at each pick every request gains its weight and the one with
+// the most (the first on a tie) is picked and loses the total.
+func smoothCounts(weights []int, n int64) []int64 {
+	reduced, total := config.ReduceWeights(weights)
+	current := make([]int, len(reduced))
+	counts := make([]int64, len(reduced))
+	for range n {
+		best := 0
+		for i, w := range reduced {
+			current[i] += w
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		counts[best]++
+	}
+	return counts
 }
