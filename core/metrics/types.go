@@ -96,12 +96,13 @@ type Snapshot struct {
 	Start time.Time // start of the interval
 	End   time.Time // end of the interval, when its figures were taken
 	// RateStart is where the rates (RPS) of the series begin. It is Start,
-	// except in the run's last snapshot when that is shorter than the one
-	// before it: calls that end with the run (held streams, the graceful
+	// except in the run's last snapshot when that is shorter than the
+	// interval: calls that end with the run (held streams, the graceful
 	// stop) often finish a few milliseconds after the last tick, and their
 	// count over those milliseconds would read as a burst of thousands per
-	// second. Its rates then run over both intervals, counts included, so
-	// they stay a real rate over a real length; its counts are its own.
+	// second. Its rates then run from the previous snapshot's start, over
+	// the counts of both, so they stay a real rate over a real length; its
+	// counts are its own, so counts still add up over the snapshots.
 	RateStart time.Time
 	// Final marks the run's last snapshot.
 	Final   bool
