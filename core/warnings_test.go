@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
 )
@@ -388,4 +391,55 @@ scenario "s" {
 	if n := sum.Scenarios["s"].Requests["r"].Count; n != 3 || p.calls.Load() != 3 {
 		t.Errorf("summary %d calls, protocol %d, want 3", n, p.calls.Load())
 	}
+}
+
+// TestEvalErrorsReachSummary: an expression that fails at run time for
+// some rows (jsondecode of a bad value) is an error of kind eval, never
+// sent; its message is kept with the other kinds' and the summary warns,
+// with the counts.
+func TestEvalErrorsReachSummary(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rows.csv"), []byte("payload\n1\n2\nx\n4\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newFaultProtocol()
+	test, diags := config.Load([]string{writeHCL(t, dir, `
+data "csv" "rows" {
+  path = "rows.csv"
+  mode = "sequential"
+}
+target "t" { protocol = "fault" }
+scenario "s" {
+  executor   = "iterations"
+  vus        = 1
+  iterations = 10
+  request "r" {
+    message = tostring(jsondecode(data.rows.payload))
+  }
+}
+`)}, config.Options{Protocols: protocols.NewRegistry(p)})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sum, err := Run(context.Background(), test, Options{Protocols: protocols.NewRegistry(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.Scenarios["s"].Requests["r"]
+	if r.Count != 10 || r.ErrorsByKind["eval"] != 4 || p.calls.Load() != 6 {
+		t.Fatalf("summary %d calls, errors %v; the protocol got %d: want 10, eval 4, and the 6 good rows sent", r.Count, r.ErrorsByKind, p.calls.Load())
+	}
+	msgs := r.ErrorMessages["eval"]
+	if len(msgs) == 0 || !strings.Contains(msgs[0], "jsondecode") {
+		t.Errorf("eval messages %q, want the expression's error", msgs)
+	}
+	want := `scenario "s", request "r": expressions failed at run time in 4 of 10 calls: `
+	found := false
+	for _, w := range sum.Warnings {
+		found = found || strings.HasPrefix(w, want)
+	}
+	if !found {
+		t.Errorf("warnings %q lack %q", sum.Warnings, want)
+	}
+	t.Logf("eval messages kept: %q", msgs)
 }
