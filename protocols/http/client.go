@@ -146,7 +146,14 @@ type vu struct {
 	// pending is a response the client is to take as its first hop's,
 	// because send made that hop itself; see replay.
 	pending *nethttp.Response
+	// lastEnd is when the VU's previous call ended.
+	lastEnd time.Time
 }
+
+// idlePeek is the pause after which a call's first write on a connection
+// peeks whether the server closed it: servers close idle connections after
+// seconds, and a shorter pause is not worth a system call.
+const idlePeek = time.Millisecond
 
 // send sends req with the VU's cookies and redirect policy. A call by a VU
 // that holds no cookie and gets no redirect to follow goes straight to the
@@ -241,7 +248,10 @@ type callState struct {
 	cancel context.CancelFunc
 	lost   atomic.Pointer[lostCall]
 
-	start     time.Time
+	start time.Time
+	// idle says the VU paused at least idlePeek since its previous call,
+	// so the server may have closed its connection as idle.
+	idle      bool
 	firstByte atomic.Int64 // time to first byte in ns; 0 until seen
 	wrote     atomic.Int32 // requests the transport finished writing
 	conns     int32        // connections handed to the call (caller's goroutine)
@@ -375,6 +385,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	rctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
 	st.reset(start, cancel)
+	st.idle = start.Sub(v.lastEnd) >= idlePeek
 	req = req.WithContext(httptrace.WithClientTrace(rctx, &st.trace))
 	sent, received := v.wire.sent.Load(), v.wire.received.Load()
 
@@ -397,6 +408,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 	v.wire.inflight.Store(nil)
 	end := time.Now()
+	v.lastEnd = end
 
 	kind, msg := protocols.ErrNone, ""
 	if err != nil {

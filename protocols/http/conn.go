@@ -114,6 +114,9 @@ func (c *tlsConn) Write(p []byte) (int, error) {
 // is always safe, and it is left to make it.
 type guard struct {
 	wire *wire
+	// tcp is the TCP connection under the guarded one, peeked at before a
+	// call that follows an idle pause writes on it.
+	tcp *net.TCPConn
 	// armed is the call whose request was written and whose response has
 	// not begun; closed is set once a read failed. answered is set once a
 	// response began here, so the connection counts as reused; only the
@@ -128,13 +131,20 @@ var errClosedBeforeWrite = fmt.Errorf("the server closed the connection before t
 
 // arm arms the guard with the call in flight, if any, before a write, and
 // returns what it was armed with; it refuses the write on a closed
-// connection.
+// connection. When the call comes after an idle pause, its first write
+// peeks first: the server may have closed the connection as idle, and the
+// reader may not have run since.
 func (g *guard) arm() (prev *callState, err error) {
 	if g.closed.Load() {
 		return nil, errClosedBeforeWrite
 	}
 	if s := g.wire.inflight.Load(); s != nil {
 		prev = g.armed.Swap(s)
+		if prev != s && s.idle && g.tcp != nil && peerClosed(g.tcp) {
+			g.armed.Store(prev)
+			g.closed.Store(true)
+			return nil, errClosedBeforeWrite
+		}
 	}
 	return prev, nil
 }
@@ -246,7 +256,8 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (*countingConn,
 		begin, end = t.start, t.done
 	}
 	t.mu.Unlock()
-	return &countingConn{Conn: c, wire: d.wire, connect: end.Sub(begin), connected: end, guard: guard{wire: d.wire}}, nil
+	tcp, _ := c.(*net.TCPConn)
+	return &countingConn{Conn: c, wire: d.wire, connect: end.Sub(begin), connected: end, guard: guard{wire: d.wire, tcp: tcp}}, nil
 }
 
 // DialContext is the transport's dialer for http.
@@ -284,5 +295,5 @@ func (d *dialer) DialTLSContext(ctx context.Context, network, addr string) (net.
 	if tc.ConnectionState().NegotiatedProtocol == "h2" {
 		return tc, nil // HTTP/2 has its own retry rules; see docs/http.md
 	}
-	return &tlsConn{Conn: tc, guard: guard{wire: d.wire}}, nil
+	return &tlsConn{Conn: tc, guard: guard{wire: d.wire, tcp: c.guard.tcp}}, nil
 }

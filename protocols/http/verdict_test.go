@@ -9,6 +9,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -376,5 +377,67 @@ func TestWriteAfterCloseIsRefused(t *testing.T) {
 	}
 	if got := w.sent.Load(); got != 0 {
 		t.Errorf("%d bytes counted as sent", got)
+	}
+}
+
+// TestIdleCloseIsSeenBeforeWriting checks that a call after an idle pause
+// peeks before its first write: a connection the server closed while idle,
+// whose reader has not run since, refuses the write with nothing written,
+// so the transport sends the request on another connection, safely.
+func TestIdleCloseIsSeenBeforeWriting(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("hload peeks on Linux and macOS only")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &wire{}
+	c := &countingConn{Conn: client, wire: w, guarded: true, guard: guard{wire: w, tcp: client.(*net.TCPConn)}}
+
+	call := newCallState()
+	call.idle = true
+	w.inflight.Store(call)
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatalf("Write on an open connection: %v", err)
+	}
+	c.guard.armed.Store(nil) // as if the response came
+
+	if _, err := io.ReadFull(server, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	server.Close() // an orderly close, with nothing unread: a FIN
+	deadline := time.Now().Add(5 * time.Second)
+	for !peerClosed(client.(*net.TCPConn)) {
+		if time.Now().After(deadline) {
+			t.Skip("no FIN seen in 5 s; cannot judge")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	call.idle = false // right after the previous call: no peek
+	n, err := c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	if err != nil || n == 0 {
+		t.Fatalf("Write without an idle pause = %d, %v; want it written, unchecked", n, err)
+	}
+	c.guard.armed.Store(nil)
+	call.idle = true
+	sent := w.sent.Load()
+	n, err = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	if n != 0 || !errors.Is(err, errClosedBeforeWrite) {
+		t.Errorf("Write after an idle pause on a closed connection = %d, %v; want 0 and the refusal", n, err)
+	}
+	if w.sent.Load() != sent || c.guard.armed.Load() != nil {
+		t.Errorf("the refused write counted %d bytes, armed %v", w.sent.Load()-sent, c.guard.armed.Load())
 	}
 }
