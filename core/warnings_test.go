@@ -220,6 +220,30 @@ scenario "signup" {
 	if len(said) != 1 || !strings.HasPrefix(said[0], `scenario "signup": data feeder "users" (mode unique) ran out of rows: the scenario ended at `) {
 		t.Errorf("live warnings %q, want the feeder named once", said)
 	}
+
+	// A scenario that runs for a time says how far into it the rows ran
+	// out.
+	_, url = newUserServer(t)
+	timed := loadFeederTest(t, url, "unique", 50, `
+scenario "timed" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "20s"
+  request "r" {
+    path  = "/timed"
+    query = { user = data.users.name }
+  }
+}`)
+	start := time.Now()
+	sum = runTest(t, timed, Options{})
+	want = `scenario "timed": data feeder "users" (mode unique) ran out of rows: the scenario ended after 50 iterations, `
+	found := false
+	for _, w := range sum.Warnings {
+		found = found || strings.HasPrefix(w, want) && strings.HasSuffix(w, " into its planned 20s")
+	}
+	if !found || time.Since(start) > 10*time.Second {
+		t.Errorf("after %v, warnings %q lack %q ... into its planned 20s", time.Since(start), sum.Warnings, want)
+	}
 }
 
 // TestCallsIgnoringCancellation: calls that go on after the graceful stop
