@@ -15,7 +15,7 @@
 # two-line script in that folder that names it, for the tests that restart
 # the broker.
 #
-# start makes a folder with mktemp ($DIR), picks free ports on 127.0.0.1
+# start makes a folder in /tmp with mktemp ($DIR), picks free ports on 127.0.0.1
 # with scripts/freeport (AMQP, Erlang distribution, epmd), starts an epmd of
 # its own on its port, and then Debian's rabbitmq-server as the node
 # hload-<suffix of $DIR>@localhost under the rabbitmq user: its config,
@@ -339,7 +339,9 @@ remove_dir() {
 start() {
 	install
 	local suffix
-	DIR="$(mktemp -d "${TMPDIR:-/tmp}/hload-rabbitmq.XXXXXXXXXX")"
+	# In /tmp, not $TMPDIR: the rabbitmq user must reach the folder, and a
+	# user's TMPDIR is often private to them.
+	DIR="$(mktemp -d /tmp/hload-rabbitmq.XXXXXXXXXX)"
 	echo "made by $SELF start" >"$DIR/$MARK"
 	chmod 755 "$DIR"
 	suffix="${DIR##*.}"
@@ -353,7 +355,7 @@ start() {
 	mkdir -p "$NODE_DIR"
 	chown rabbitmq:rabbitmq "$NODE_DIR"
 	if ! runuser -u rabbitmq -- test -w "$NODE_DIR"; then
-		log "the rabbitmq user cannot write to $NODE_DIR; set TMPDIR to a folder it can reach"
+		log "the rabbitmq user cannot write to $NODE_DIR"
 		exit 1
 	fi
 	local attempt
