@@ -13,7 +13,7 @@
 // and peak RSS come from its rusage, as wait4 returns it.
 //
 // It prints a table per round, each tool's medians, and the ratios that
-// PERFORMANCE.md sets as goals, each marked "meets" or "below". A missing
+// docs/performance.md sets as goals, each marked "meets" or "below". A missing
 // tool is reported with its install command and skipped. The exit code is
 // 1 when a tool failed to run or its figures could not be read, and with
 // -require-all when a tool is missing; 2 for bad flags. Speed never

@@ -83,7 +83,7 @@ func medians(runs []result) []result {
 	return out
 }
 
-// ratio is one goal of PERFORMANCE.md, as measured in this invocation.
+// ratio is one goal of docs/performance.md, as measured in this invocation.
 type ratio struct {
 	What  string  `json:"what"`
 	Value float64 `json:"value,omitempty"`
@@ -95,7 +95,7 @@ type ratio struct {
 	Note string `json:"note,omitempty"`
 }
 
-// ratios computes the goals of PERFORMANCE.md that the medians allow.
+// ratios computes the goals of docs/performance.md that the medians allow.
 func ratios(meds []result, pinned bool) []ratio {
 	by := map[string]result{}
 	failed := map[string]bool{}
@@ -164,7 +164,7 @@ func printResults(w io.Writer, title string, rs []result) {
 
 // printRatios prints each ratio with its goal and whether it meets it.
 func printRatios(w io.Writer, rs []ratio) {
-	fmt.Fprintln(w, "\ngoals (PERFORMANCE.md), from the medians")
+	fmt.Fprintln(w, "\ngoals (docs/performance.md), from the medians")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rs {
 		if r.Missing != "" {

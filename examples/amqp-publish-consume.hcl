@@ -1,4 +1,4 @@
-# Application logs routed through RabbitMQ (USERS.md §4): one scenario
+# Application logs routed through RabbitMQ: one scenario
 # publishes JSON log lines to a topic exchange at a steady rate, persistent
 # and with publisher confirms; another consumes them from a durable queue.
 # The summary shows the publish latency up to the broker's confirm, the

@@ -256,7 +256,7 @@ func pinned(pin bool, cpu int, args ...string) (*exec.Cmd, bool) {
 
 // BenchmarkIsolatedHTTP compares HTTP in-process and isolated against the
 // same loopback server, 50 VUs for 5 s each, in two set-ups:
-//   - pinned, the way PERFORMANCE.md measures its peers: the server pinned
+//   - pinned, the way docs/performance.md measures its peers: the server pinned
 //     to CPU 1, and hload, with its plugin process when isolated, pinned to
 //     CPU 0. Both modes then saturate CPU 0, so the ratio is that of the
 //     CPU each spends per request. It reports pinned=1 when the pinning
