@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkDo measures one keep-alive GET against a loopback server with a
-// 60-byte body, the reference case of PERFORMANCE.md. The server runs in the
+// 60-byte body, the reference case of docs/performance.md. The server runs in the
 // same process, so ns/op includes its work too; allocs/op is the client's
 // plus the server's. It stays in-process, the reference case's own path:
 // cmd/hload's BenchmarkIsolatedHTTP measures the isolated one.
