@@ -18,13 +18,16 @@ import (
 
 // TestConstantArrivalRateHoldsRate: 2,000 iterations/s for 10 s against a
 // fast loopback server. The server counts what it receives. The precise
-// figures come from BenchmarkOpenModel; here the bounds are loose, because
-// a unit test shares the machine.
+// figures come from BenchmarkOpenModel; here the start lateness is
+// compared with a reference pacer run beside it, a plain timer loop
+// keeping the same schedule, so that a busy machine delays both.
 func TestConstantArrivalRateHoldsRate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10 s end-to-end run; scripts/test.sh runs it without -short")
 	}
 	srv := newCountingServer(t, nil)
+	ref := make(chan []time.Duration, 1)
+	go func() { ref <- referencePacer(2000, 10*time.Second) }()
 	sum := runOpen(t, srv.URL, 2000, 10*time.Second)
 	r := sum.Scenarios["open"].Requests["r"]
 	if got := int64(srv.count("/r")); got != r.Count {
@@ -34,14 +37,40 @@ func TestConstantArrivalRateHoldsRate(t *testing.T) {
 		t.Errorf("sent %d, %.2f%% off the planned 20,000", r.Count, off*100)
 	}
 	late := r.Metrics[metrics.MetricStartLateness]
-	if late.P99 > 10 {
-		t.Errorf("p99 start lateness %.3f ms", late.P99)
+	refLate := <-ref
+	slices.Sort(refLate)
+	refP99 := float64(refLate[len(refLate)*99/100]) / float64(time.Millisecond)
+	// Handing an iteration to a VU's goroutine costs a wake-up more than
+	// the reference's timer alone; 10 ms is far beyond that, and far
+	// below a pacer that falls behind.
+	if late.P99 > refP99+10 {
+		t.Errorf("p99 start lateness %.3f ms, the reference pacer's %.3f ms", late.P99, refP99)
 	}
 	if d := sum.Scenarios["open"].DroppedIterations; d != 0 {
 		t.Errorf("%d iterations dropped", d)
 	}
-	t.Logf("sent %d of 20000 planned; start lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms",
-		r.Count, late.P50, late.P99, late.Max)
+	t.Logf("sent %d of 20000 planned; start lateness p50 %.3f ms, p99 %.3f ms, max %.3f ms; reference pacer p99 %.3f ms",
+		r.Count, late.P50, late.P99, late.Max, refP99)
+}
+
+// referencePacer keeps a schedule of rate a second for d with one timer,
+// as simply as it can be kept, and returns how late each tick woke.
+func referencePacer(rate int, d time.Duration) []time.Duration {
+	every := time.Second / time.Duration(rate)
+	n := int(d / every)
+	late := make([]time.Duration, 0, n)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	start := time.Now()
+	for k := range n {
+		planned := start.Add(time.Duration(k) * every)
+		if wait := time.Until(planned); wait > 0 {
+			timer.Reset(wait)
+			<-timer.C
+		}
+		late = append(late, time.Since(planned))
+	}
+	return late
 }
 
 func runOpen(t testing.TB, url string, rate int, d time.Duration) *metrics.Summary {
