@@ -211,7 +211,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	plugins := newPluginHost(context.Background())
 	defer plugins.killAll()
-	test, err := loadTest(files, &common, validateOnly, plugins, stderr)
+	test, err := loadTest(files, &common, validateOnly, plugins, stderr, runsNothing)
 	if err != nil {
 		return err
 	}

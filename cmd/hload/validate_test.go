@@ -310,10 +310,10 @@ scenario "s" {
 	}
 }
 
-// TestPlanIsDeterministic: a local drawn once per load whose value fails
-// for half the draws gets the same verdict from plan on every run (12
+// TestPlanAndValidateAreDeterministic: a local drawn once per load whose value fails
+// for half the draws gets the same verdict from plan and validate on every run (12
 // runs agreeing by chance: 1 in 2048).
-func TestPlanIsDeterministic(t *testing.T) {
+func TestPlanAndValidateAreDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "test.hcl", `
 locals {
@@ -334,11 +334,13 @@ scenario "s" {
   }
 }
 `)
-	codes := map[int]int{}
-	for range 12 {
-		codes[hload(t, dir, "plan", "--no-color", "test.hcl").code]++
-	}
-	if len(codes) != 1 {
-		t.Errorf("12 runs of plan gave the exit codes %v", codes)
+	for _, cmd := range []string{"plan", "validate"} {
+		codes := map[int]int{}
+		for range 12 {
+			codes[hload(t, dir, cmd, "--no-color", "test.hcl").code]++
+		}
+		if len(codes) != 1 {
+			t.Errorf("12 runs of %s gave the exit codes %v", cmd, codes)
+		}
 	}
 }
