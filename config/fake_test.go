@@ -52,7 +52,8 @@ var fakeHTTP = fakeProtocol{protocols.Info{
 	Metrics: []string{protocols.MetricTTFB, protocols.MetricConnect},
 }}
 
-// fakeEcho is a second protocol with a required request attribute.
+// fakeEcho is a second protocol with a required request attribute, and
+// a gauge.
 var fakeEcho = fakeProtocol{protocols.Info{
 	Name:       "echo",
 	Version:    "0.0.0-test",
@@ -60,6 +61,7 @@ var fakeEcho = fakeProtocol{protocols.Info{
 	RequestSpec: hcldec.ObjectSpec{
 		"message": attr("message", cty.String, true),
 	},
+	Gauges: []string{"echo_open_connections"},
 }}
 
 // testOptions returns the options every test loads with.

@@ -191,6 +191,11 @@ func (l *loader) checkThresholdMetric(t *Threshold, scenario *Scenario) *hcl.Dia
 			Detail: fmt.Sprintf("%s is recorded only by the open-model executors (%s), and %s has none, so this threshold would never see a sample. %s",
 				t.Metric, quoteList(openExecutors), where, watchable)}
 	}
+	if owner := l.gaugeOwner(t.Metric); owner != "" {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("%s is a gauge", t.Metric),
+			Detail: fmt.Sprintf("%s is a level the %s protocol reports once per interval (shown in the progress and at its peak in the summary), not a measurement of each call, so a threshold cannot judge it. %s",
+				t.Metric, owner, watchable)}
+	}
 	if owner := l.metricOwner(t.Metric); owner != "" {
 		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("No request produces %s", t.Metric),
 			Detail: fmt.Sprintf("%s is a metric of the %s protocol, and %s only uses %s, so this threshold would never see a sample. %s",
@@ -222,6 +227,17 @@ func (l *loader) metricOwner(metric string) string {
 	for _, name := range l.opts.Protocols.Names() {
 		p, _ := l.opts.Protocols.Lookup(name)
 		if slices.Contains(p.Describe().Metrics, metric) {
+			return name
+		}
+	}
+	return ""
+}
+
+// gaugeOwner returns the name of a protocol that reports the gauge, or "".
+func (l *loader) gaugeOwner(gauge string) string {
+	for _, name := range l.opts.Protocols.Names() {
+		p, _ := l.opts.Protocols.Lookup(name)
+		if slices.Contains(p.Describe().Gauges, gauge) {
 			return name
 		}
 	}

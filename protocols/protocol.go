@@ -26,9 +26,14 @@ type Info struct {
 	// evaluated per iteration.
 	RequestSpec hcldec.ObjectSpec
 	// Metrics names the metrics this protocol's samples may carry besides
-	// MetricRequest, and the gauges its clients report. A threshold on a
-	// metric that no protocol of the test produces is rejected at load.
+	// MetricRequest. A threshold on a metric that no protocol of the test
+	// produces is rejected at load.
 	Metrics []string
+	// Gauges names the levels its clients report through Gauger. They are
+	// shown per interval and at their peak, but thresholds, which judge
+	// samples, do not watch them: a threshold on a gauge is rejected at
+	// load rather than passing on a value of 0.
+	Gauges []string
 }
 
 // Protocol is implemented by every protocol.

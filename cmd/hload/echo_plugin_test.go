@@ -177,6 +177,7 @@ func TestEchoPluginExample(t *testing.T) {
 		},
 		RequestSchema: []host.SchemaAttribute{{Name: "payload", Type: "string", Required: true}},
 		Metrics:       []string{},
+		Gauges:        []string{},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("plugin describe echo = %+v\nwant %+v", got, want)

@@ -16,8 +16,10 @@ type Description struct {
 	TargetSchema    []SchemaAttribute `json:"target_schema"`
 	RequestSchema   []SchemaAttribute `json:"request_schema"`
 	// Metrics are the metric names its samples may carry besides
-	// "request", and its gauges: what a threshold may name.
+	// "request": what a threshold may name.
 	Metrics []string `json:"metrics"`
+	// Gauges are the levels its clients report per interval.
+	Gauges []string `json:"gauges"`
 }
 
 // SchemaAttribute is one attribute of a target or request schema.
@@ -41,6 +43,7 @@ func Describe(p *Plugin) Description {
 		TargetSchema:    SchemaAttributes(info.TargetSpec),
 		RequestSchema:   SchemaAttributes(info.RequestSpec),
 		Metrics:         append([]string{}, info.Metrics...),
+		Gauges:          append([]string{}, info.Gauges...),
 	}
 }
 

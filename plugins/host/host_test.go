@@ -206,8 +206,11 @@ func TestPluginRunsCalls(t *testing.T) {
 	if len(d.RequestSchema) != 1 || d.RequestSchema[0] != (SchemaAttribute{Name: "message", Type: "string"}) {
 		t.Errorf("request schema = %+v", d.RequestSchema)
 	}
-	if len(d.Metrics) != 1 || d.Metrics[0] != "fake_gauge" {
+	if len(d.Metrics) != 1 || d.Metrics[0] != "fake_metric" {
 		t.Errorf("metrics = %q", d.Metrics)
+	}
+	if len(d.Gauges) != 1 || d.Gauges[0] != "fake_gauge" {
+		t.Errorf("gauges = %q", d.Gauges)
 	}
 }
 

@@ -176,15 +176,17 @@ type DescribeResponse struct {
 	SdkVersion    string                 `protobuf:"bytes,3,opt,name=sdk_version,json=sdkVersion,proto3" json:"sdk_version,omitempty"`
 	TargetSchema  []*Attribute           `protobuf:"bytes,4,rep,name=target_schema,json=targetSchema,proto3" json:"target_schema,omitempty"`
 	RequestSchema []*Attribute           `protobuf:"bytes,5,rep,name=request_schema,json=requestSchema,proto3" json:"request_schema,omitempty"`
-	// The metric names the protocol's samples may carry besides "request",
-	// and its gauges (protocols.Info.Metrics).
+	// The metric names the protocol's samples may carry besides "request"
+	// (protocols.Info.Metrics).
 	Metrics []string `protobuf:"bytes,6,rep,name=metrics,proto3" json:"metrics,omitempty"`
 	// Whether Validate checks targets and requests: a plugin without a
 	// validator is not asked, and one built before these fields says false.
 	ValidatesTarget  bool `protobuf:"varint,7,opt,name=validates_target,json=validatesTarget,proto3" json:"validates_target,omitempty"`
 	ValidatesRequest bool `protobuf:"varint,8,opt,name=validates_request,json=validatesRequest,proto3" json:"validates_request,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The gauges its clients report (protocols.Info.Gauges).
+	Gauges        []string `protobuf:"bytes,9,rep,name=gauges,proto3" json:"gauges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
@@ -271,6 +273,13 @@ func (x *DescribeResponse) GetValidatesRequest() bool {
 		return x.ValidatesRequest
 	}
 	return false
+}
+
+func (x *DescribeResponse) GetGauges() []string {
+	if x != nil {
+		return x.Gauges
+	}
+	return nil
 }
 
 type OpenRequest struct {
@@ -1044,7 +1053,7 @@ const file_hload_proto_rawDesc = "" +
 	"\tAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttype_json\x18\x02 \x01(\fR\btypeJson\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xd7\x02\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xef\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +
@@ -1054,7 +1063,8 @@ const file_hload_proto_rawDesc = "" +
 	"\x0erequest_schema\x18\x05 \x03(\v2\x1a.hload.plugin.v1.AttributeR\rrequestSchema\x12\x18\n" +
 	"\ametrics\x18\x06 \x03(\tR\ametrics\x12)\n" +
 	"\x10validates_target\x18\a \x01(\bR\x0fvalidatesTarget\x12+\n" +
-	"\x11validates_request\x18\b \x01(\bR\x10validatesRequest\"4\n" +
+	"\x11validates_request\x18\b \x01(\bR\x10validatesRequest\x12\x16\n" +
+	"\x06gauges\x18\t \x03(\tR\x06gauges\"4\n" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +

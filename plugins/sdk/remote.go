@@ -138,6 +138,7 @@ func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) 
 			TargetSpec:  target,
 			RequestSpec: request,
 			Metrics:     d.Metrics,
+			Gauges:      d.Gauges,
 		},
 		targetType:       hcldec.ImpliedType(target),
 		requestType:      hcldec.ImpliedType(request),

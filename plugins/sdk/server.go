@@ -85,6 +85,7 @@ func newServer(impl protocols.Protocol) *server {
 		TargetSchema:     target,
 		RequestSchema:    request,
 		Metrics:          info.Metrics,
+		Gauges:           info.Gauges,
 		ValidatesTarget:  validatesTarget,
 		ValidatesRequest: validatesRequest,
 	}

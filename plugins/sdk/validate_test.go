@@ -178,8 +178,11 @@ func TestHarnessMetrics(t *testing.T) {
 	}
 	defer h.Close()
 	got := h.Describe().Metrics
-	if len(got) != 2 || got[0] != "lines_sent" || got[1] != "open_streams" {
+	if len(got) != 1 || got[0] != "lines_sent" {
 		t.Errorf("metrics: got %q", got)
+	}
+	if g := h.Describe().Gauges; len(g) != 1 || g[0] != "open_streams" {
+		t.Errorf("gauges: got %q", g)
 	}
 }
 
@@ -187,7 +190,8 @@ type metricsFake struct{ fake }
 
 func (*metricsFake) Describe() protocols.Info {
 	info := fakeInfo
-	info.Metrics = []string{"lines_sent", "open_streams"}
+	info.Metrics = []string{"lines_sent"}
+	info.Gauges = []string{"open_streams"}
 	info.TargetSpec = hcldec.ObjectSpec{"address": info.TargetSpec["address"]}
 	return info
 }

@@ -123,13 +123,15 @@ var (
 	_ protocols.RequestValidator = (*Protocol)(nil)
 )
 
-// metrics lists what the clients emit besides the request sample, and
-// their gauges, so that a threshold on any other name fails at load.
-var emitted = []string{
-	MetricConfirmed, MetricNacked, MetricReturned, MetricConsumed, MetricConsumedUntimed,
-	MetricRedelivered, MetricConnectionLost, MetricReconnected, MetricBlocked,
-	GaugeConnected, GaugeBlocked,
-}
+// emitted lists what the clients emit besides the request sample, so that
+// a threshold on any other name fails at load; gauges, their levels.
+var (
+	emitted = []string{
+		MetricConfirmed, MetricNacked, MetricReturned, MetricConsumed, MetricConsumedUntimed,
+		MetricRedelivered, MetricConnectionLost, MetricReconnected, MetricBlocked,
+	}
+	gauges = []string{GaugeConnected, GaugeBlocked}
+)
 
 // New returns the AMQP protocol.
 func New() *Protocol {
@@ -139,6 +141,7 @@ func New() *Protocol {
 		TargetSpec:  targetSpec(),
 		RequestSpec: requestSpec(),
 		Metrics:     slices.Clone(emitted),
+		Gauges:      slices.Clone(gauges),
 	}}
 }
 

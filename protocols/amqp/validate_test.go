@@ -134,7 +134,13 @@ func TestMetricsListed(t *testing.T) {
 			}
 		}
 	}
-	listed := New().Describe().Metrics
+	info := New().Describe()
+	listed := append(slices.Clone(info.Metrics), info.Gauges...)
+	for _, g := range info.Gauges {
+		if !strings.HasPrefix(g, "amqp_connections_") || slices.Contains(info.Metrics, g) {
+			t.Errorf("gauge %q is not a connection level, or is listed as a metric too", g)
+		}
+	}
 	slices.Sort(declared)
 	listed = slices.Sorted(slices.Values(listed))
 	if len(declared) < 10 || !slices.Equal(declared, listed) {

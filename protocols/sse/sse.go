@@ -87,13 +87,12 @@ var reasons = []protocols.ErrorKind{
 }
 
 // metrics lists every metric a stream emits besides the request sample,
-// and the client's gauge, for Info.Metrics: a threshold on any other name
-// is an error at load.
+// for Info.Metrics: a threshold on any other name is an error at load.
 func metrics() []string {
 	out := []string{
 		MetricConnect, MetricFirstEvent, MetricEventGap, MetricEvents, MetricDeliveryLatency,
 		MetricEventsMissed, MetricEventsLate, MetricEventsDuplicate, MetricExtractErrors, MetricMalformed,
-		MetricDisconnects, MetricReconnects, GaugeOpenStreams,
+		MetricDisconnects, MetricReconnects,
 	}
 	for _, r := range reasons {
 		out = append(out, MetricDisconnects+"_"+string(r))
@@ -128,6 +127,7 @@ func New() *Protocol {
 		TargetSpec:  targetSpec(),
 		RequestSpec: requestSpec(),
 		Metrics:     metrics(),
+		Gauges:      []string{GaugeOpenStreams},
 	}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -116,8 +117,8 @@ func gauger(t *testing.T, c protocols.Client) protocols.Gauger {
 func openStreams(g protocols.Gauger) int64 {
 	n := int64(-1)
 	g.Gauges(func(name string, v int64) {
-		if !declared[name] {
-			panic("gauge " + name + " is not in Info.Metrics")
+		if !slices.Contains(New().Describe().Gauges, name) {
+			panic("gauge " + name + " is not in Info.Gauges")
 		}
 		if name == GaugeOpenStreams {
 			n = v
@@ -634,7 +635,10 @@ func TestInfoMetrics(t *testing.T) {
 		}
 		seen[name] = true
 	}
-	for _, want := range []string{MetricEvents, MetricEventsMissed, MetricEventsLate, GaugeOpenStreams, "sse_disconnects_stall", "sse_reconnects_eof", "sse_disconnects_status"} {
+	if g := New().Describe().Gauges; !slices.Equal(g, []string{GaugeOpenStreams}) {
+		t.Errorf("Info.Gauges = %q, want %q", g, GaugeOpenStreams)
+	}
+	for _, want := range []string{MetricEvents, MetricEventsMissed, MetricEventsLate, "sse_disconnects_stall", "sse_reconnects_eof", "sse_disconnects_status"} {
 		if !seen[want] {
 			t.Errorf("Info.Metrics lacks %q", want)
 		}

@@ -36,7 +36,8 @@ func (fake) Describe() protocols.Info {
 		RequestSpec: hcldec.ObjectSpec{
 			"message": &hcldec.AttrSpec{Name: "message", Type: cty.String},
 		},
-		Metrics: []string{"fake_gauge"},
+		Metrics: []string{"fake_metric"},
+		Gauges:  []string{"fake_gauge"},
 	}
 }
 
