@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/hload/hload/protocols"
 	"math"
 	"slices"
 	"strconv"
@@ -191,12 +192,12 @@ func (l *loader) checkThresholdMetric(t *Threshold, scenario *Scenario) *hcl.Dia
 			Detail: fmt.Sprintf("%s is recorded only by the open-model executors (%s), and %s has none, so this threshold would never see a sample. %s",
 				t.Metric, quoteList(openExecutors), where, watchable)}
 	}
-	if owner := l.gaugeOwner(t.Metric); owner != "" {
+	if owner := l.owner(t.Metric, infoGauges); owner != "" {
 		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("%s is a gauge", t.Metric),
 			Detail: fmt.Sprintf("%s is a level the %s protocol reports once per interval (shown in the progress and at its peak in the summary), not a measurement of each call, so a threshold cannot judge it. %s",
 				t.Metric, owner, watchable)}
 	}
-	if owner := l.metricOwner(t.Metric); owner != "" {
+	if owner := l.owner(t.Metric, infoMetrics); owner != "" {
 		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("No request produces %s", t.Metric),
 			Detail: fmt.Sprintf("%s is a metric of the %s protocol, and %s only uses %s, so this threshold would never see a sample. %s",
 				t.Metric, owner, where, quoteList(used), watchable)}
@@ -222,27 +223,20 @@ func distinct(names []string) []string {
 	return out
 }
 
-// metricOwner returns the name of a protocol that declares metric, or "".
-func (l *loader) metricOwner(metric string) string {
-	for _, name := range l.opts.Protocols.Names() {
-		p, _ := l.opts.Protocols.Lookup(name)
-		if slices.Contains(p.Describe().Metrics, metric) {
-			return name
+// owner returns the name of a protocol whose Info lists name in the list
+// that field picks (its metrics or its gauges), or "".
+func (l *loader) owner(name string, field func(protocols.Info) []string) string {
+	for _, p := range l.opts.Protocols.Names() {
+		proto, _ := l.opts.Protocols.Lookup(p)
+		if slices.Contains(field(proto.Describe()), name) {
+			return p
 		}
 	}
 	return ""
 }
 
-// gaugeOwner returns the name of a protocol that reports the gauge, or "".
-func (l *loader) gaugeOwner(gauge string) string {
-	for _, name := range l.opts.Protocols.Names() {
-		p, _ := l.opts.Protocols.Lookup(name)
-		if slices.Contains(p.Describe().Gauges, gauge) {
-			return name
-		}
-	}
-	return ""
-}
+func infoMetrics(i protocols.Info) []string { return i.Metrics }
+func infoGauges(i protocols.Info) []string  { return i.Gauges }
 
 // checkThresholdRequest reports a request filter that matches no request:
 // in scenario when it is set, else in any scenario.
