@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/hload/hload/protocols"
 	"math"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/protocols"
 )
 
 // thresholdWhere names threshold blocks in messages.
