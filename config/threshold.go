@@ -166,8 +166,8 @@ func (l *loader) checkThresholdMetric(t *Threshold, scenario *Scenario) *hcl.Dia
 				continue
 			}
 			e := l.targets[r.Target]
-			if e == nil || e.info == nil {
-				return nil // the request's target is already reported
+			if e == nil || e.info == nil || s.Executor == nil {
+				return nil // the request's target, or the scenario's executor, is already reported
 			}
 			if !slices.Contains(used, e.info.Name) {
 				used = append(used, e.info.Name)
