@@ -420,7 +420,7 @@ func TestIdleCloseIsSeenBeforeWriting(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for !peerClosed(client.(*net.TCPConn)) {
 		if time.Now().After(deadline) {
-			t.Skip("no FIN seen in 5 s; cannot judge")
+			t.Fatal("no FIN seen in 5 s after the server closed on loopback: peerClosed does not see a close")
 		}
 		time.Sleep(time.Millisecond)
 	}
