@@ -156,11 +156,7 @@ func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
 	if err == nil {
 		return "", nil
 	}
-	attr := ""
-	var ae *attrError
-	if errors.As(err, &ae) {
-		attr = ae.attr
-	}
+	attr := protocols.AttrName(err)
 	// "amqp: target url ...": the config's diagnostic names the protocol
 	// and the place already.
 	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "amqp: "), "target ")

@@ -48,23 +48,14 @@ type bindingDecl struct {
 	args                 amqp.Table
 }
 
-// attrError is a mistake in one attribute of a target: ValidateTarget
-// names the attribute, so that the config points at it, and Open reports
-// the same message.
-type attrError struct {
-	attr string
-	err  error
-}
-
-func (e *attrError) Error() string { return e.err.Error() }
-func (e *attrError) Unwrap() error { return e.err }
-
-// inAttr marks err, when not nil, as a mistake in attr.
+// inAttr marks err, when not nil, as a mistake in attr
+// (protocols.AttrError): ValidateTarget names the attribute, so that the
+// config points at it, and Open reports the same message.
 func inAttr(attr string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &attrError{attr: attr, err: err}
+	return &protocols.AttrError{Attr: attr, Err: err}
 }
 
 // parseTarget is the one decoder of a target block: Open and
