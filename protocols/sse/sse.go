@@ -228,13 +228,13 @@ func parseTarget(target cty.Value) (*targetConfig, *attrError) {
 	if cfg.headers, err = mapAttr(target, "headers"); err != nil {
 		return nil, &attrError{attr: "headers", err: err}
 	}
-	if cfg.timeout, err = durationAttr(target, "timeout", cfg.timeout); err != nil {
+	if cfg.timeout, err = protocols.DurationAttr(target, "timeout", cfg.timeout); err != nil {
 		return nil, &attrError{attr: "timeout", err: err}
 	}
 	if cfg.insecure, err = protocols.BoolAttr(target, "insecure_skip_verify", false); err != nil {
 		return nil, &attrError{attr: "insecure_skip_verify", err: err}
 	}
-	if cfg.maxEventSize, err = intAttr(target, "max_event_size", 256, 64<<20, cfg.maxEventSize); err != nil {
+	if cfg.maxEventSize, err = protocols.IntAttr(target, "max_event_size", 256, 64<<20, cfg.maxEventSize); err != nil {
 		return nil, &attrError{attr: "max_event_size", err: err}
 	}
 	return cfg, nil
@@ -305,7 +305,7 @@ func parseRequest(r cty.Value, rc *regexCache) (*streamConfig, *attrError) {
 		return s, nil
 	}
 	dur := func(name string, def time.Duration) (time.Duration, *attrError) {
-		d, err := durationAttr(r, name, def)
+		d, err := protocols.DurationAttr(r, name, def)
 		if err != nil {
 			return 0, &attrError{attr: name, err: err}
 		}
@@ -352,7 +352,7 @@ func parseRequest(r cty.Value, rc *regexCache) (*streamConfig, *attrError) {
 	if sc.duration, ae = dur("duration", 0); ae != nil {
 		return nil, ae
 	}
-	if sc.events, err = intAttr(r, "events", 1, 1<<31, 0); err != nil {
+	if sc.events, err = protocols.IntAttr(r, "events", 1, 1<<31, 0); err != nil {
 		return nil, &attrError{attr: "events", err: err}
 	}
 	if sc.reconnect, err = protocols.BoolAttr(r, "reconnect", false); err != nil {
@@ -453,16 +453,6 @@ func (cfg *targetConfig) requestURL(sc *streamConfig) *url.URL {
 		}
 	}
 	return &u
-}
-
-// durationAttr reads a duration as every protocol does: a string such as
-// "10s", or a number of seconds.
-func durationAttr(obj cty.Value, name string, def time.Duration) (time.Duration, error) {
-	return protocols.DurationAttr(obj, name, def)
-}
-
-func intAttr(obj cty.Value, name string, lo, hi int, def int) (int, error) {
-	return protocols.IntAttr(obj, name, lo, hi, def)
 }
 
 // mapAttr returns a map(string) attribute as key/value pairs, sorted by
