@@ -170,7 +170,10 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 	}
 
 	diags = append(diags, l.decodeRequests(s, content.Blocks, def)...)
-	if cycle := WeightCycle(s.Requests); cycle > MaxWeightCycle {
+	for _, r := range s.Requests {
+		s.Mix = append(s.Mix, &Flow{Name: r.Name, Weight: r.Weight, Steps: []*Request{r}, Single: true, DeclRange: r.DeclRange})
+	}
+	if cycle := WeightCycle(s.Mix); cycle > MaxWeightCycle {
 		diags = append(diags, errorDiag(b.DefRange, "Weights too fine-grained",
 			"The weights of scenario %q repeat only every %d requests once reduced by their common divisor; "+
 				"hload holds the mix exactly over each cycle and allows at most %d. Use smaller weights with the same ratios, such as percentages.",
@@ -516,10 +519,10 @@ const MaxWeightCycle = 1 << 20
 
 // WeightCycle is the length of a scenario's weighted mix cycle: the sum of
 // its requests' weights divided by their greatest common divisor.
-func WeightCycle(requests []*Request) int {
-	weights := make([]int, len(requests))
-	for i, r := range requests {
-		weights[i] = r.Weight
+func WeightCycle(mix []*Flow) int {
+	weights := make([]int, len(mix))
+	for i, f := range mix {
+		weights[i] = f.Weight
 	}
 	_, cycle := ReduceWeights(weights)
 	return cycle

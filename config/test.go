@@ -6,6 +6,7 @@ package config
 
 import (
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -98,8 +99,37 @@ type Scenario struct {
 	Executor     Executor
 	ThinkTime    ThinkTime
 	GracefulStop time.Duration // default 30s
-	Requests     []*Request
-	DeclRange    hcl.Range
+	// Requests are all the scenario's request blocks: its setup's steps,
+	// its flows' steps and its bare requests, in file order. Their names
+	// are unique within the scenario, so each has a series of its own.
+	Requests []*Request
+	// Setup is the setup block: steps each VU runs once, in order, before
+	// its first iteration; nil when there is none. Its Name is "setup".
+	Setup *Flow
+	// Mix is what an iteration picks from, by weight: the flow blocks and
+	// the bare requests, each bare request a flow of one step (Single).
+	Mix       []*Flow
+	DeclRange hcl.Range
+}
+
+// SetupFlow is the name of a scenario's setup in the flow figures; no flow
+// block may take it.
+const SetupFlow = "setup"
+
+// Flow is a flow block: steps one iteration runs in order. A bare request
+// in a scenario is a Flow too, Single and of one step, so the core runs
+// every iteration the same way.
+type Flow struct {
+	Name   string
+	Weight int // positive; a Single flow's is its request's
+	// ThinkTime is the pause between two steps (not after the last); zero
+	// means none.
+	ThinkTime ThinkTime
+	Steps     []*Request // at least one
+	// Single marks a bare request: its figures are its request's, and no
+	// flow figures are recorded for it.
+	Single    bool
+	DeclRange hcl.Range
 }
 
 // ThinkTime is the pause after each iteration: fixed when Min == Max,
@@ -197,7 +227,13 @@ type Request struct {
 	Protocol  string // the target's protocol
 	Weight    int    // positive
 	Checks    []Check
-	DeclRange hcl.Range
+	// Captures are the capture block's values, taken from a successful
+	// response into the VU's vu.vars, in file order.
+	Captures []Capture
+	// ContinueOnFailure (on_failure = "continue") lets a flow go on to its
+	// next step when this step fails; by default the flow stops there.
+	ContinueOnFailure bool
+	DeclRange         hcl.Range
 
 	static  map[string]cty.Value      // attributes evaluated at load (nulls filled in)
 	dynamic map[string]hcl.Expression // attributes evaluated per iteration
@@ -220,6 +256,52 @@ type Iteration struct {
 	// Data holds this iteration's row of each feeder the request uses,
 	// keyed by the data block's name, as returned by Feeder.Row.
 	Data map[string]cty.Value
+	// Vars are the values the VU captured so far, read as vu.vars.<name>.
+	// A request that reads one is evaluated only after a capture set it.
+	Vars map[string]cty.Value
+}
+
+// CaptureSource is where a capture reads its value from.
+type CaptureSource string
+
+// The capture functions.
+const (
+	CaptureJSON   CaptureSource = "json"   // json("items.0.id"): a gjson path into the body
+	CaptureRegex  CaptureSource = "regex"  // regex("id=(\\d+)"): the first group, or the whole match
+	CaptureHeader CaptureSource = "header" // header("Location"), any case
+	CaptureCookie CaptureSource = "cookie" // cookie("session"), from the response's Set-Cookie
+	CaptureStatus CaptureSource = "status" // status(): the protocol status
+)
+
+// Capture is one attribute of a request's capture block, such as
+// token = json("token"). Its argument is a constant, checked at load.
+type Capture struct {
+	Name   string // the vu.vars name
+	Source CaptureSource
+	Arg    string         // the path, pattern or name; "" for status
+	Regexp *regexp.Regexp // compiled, for CaptureRegex
+	// DeclRange is the attribute, for messages.
+	DeclRange hcl.Range
+}
+
+// NeedsBody reports whether a capture of r reads the response body.
+func (r *Request) NeedsBody() bool {
+	for _, c := range r.Captures {
+		if c.Source == CaptureJSON || c.Source == CaptureRegex {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsHeaders reports whether a capture of r reads the response headers.
+func (r *Request) NeedsHeaders() bool {
+	for _, c := range r.Captures {
+		if c.Source == CaptureHeader || c.Source == CaptureCookie {
+			return true
+		}
+	}
+	return false
 }
 
 // Check is a check block inside a request. A failed check is counted apart
@@ -235,6 +317,7 @@ type Threshold struct {
 	Metric    string // latency | errors | rps | checks | a protocol metric such as ttfb
 	Scenario  string // optional filter
 	Request   string // optional filter
+	Flow      string // optional filter, for the flow metrics
 	Condition Condition
 	Abort     bool
 	DeclRange hcl.Range

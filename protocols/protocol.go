@@ -64,8 +64,13 @@ type Call struct {
 	// user left out are null.
 	Request cty.Value
 	// KeepBody asks the protocol to fill Sample.Body on the request sample,
-	// because a check needs the response body.
+	// because a check or a capture needs the response body.
 	KeepBody bool
+	// KeepHeaders asks the protocol to fill Sample.Headers on the request
+	// sample, because a capture reads a response header or cookie. Both
+	// are false unless something needs them, so a call that nothing
+	// inspects copies nothing.
+	KeepHeaders bool
 }
 
 // Metric names shared by the built-in protocols.
@@ -130,6 +135,13 @@ type Sample struct {
 	// Body is the response body, set only on the request sample when
 	// Call.KeepBody is true, and valid only during emit.
 	Body []byte
+	// Headers are the response's headers (an HTTP response's, an AMQP
+	// reply's properties and headers), set only on the request sample when
+	// Call.KeepHeaders is true, and valid only during emit. Keys are as
+	// the protocol names them (HTTP: canonical MIME form); the core looks
+	// them up without regard to case. A header sent several times, such as
+	// Set-Cookie, has one value per line.
+	Headers map[string][]string
 	// Message says why the call failed, in a few words the user can act
 	// on ("timeout \"fast\" is not a duration"); set only with Error, and
 	// optional. The core keeps the first messages of each kind for the

@@ -44,9 +44,8 @@ func micros(d time.Duration) int64 {
 // called once per interval by one goroutine; Totals and Requests may be
 // called at any time and see the totals as of the last Flush.
 type Aggregator struct {
-	seriesMu sync.Mutex
-	byKey    map[seriesKey]*Series
-	sorted   []*Series // by scenario, then request
+	requests seriesSet // one series per (scenario, request)
+	flows    seriesSet // one series per (scenario, flow); see Flow
 
 	// totalsMu guards every series' interval accumulators and totals. Flush
 	// holds it for writing, so Flush calls never overlap and readers never
@@ -56,46 +55,69 @@ type Aggregator struct {
 
 type seriesKey struct{ scenario, request string }
 
+// seriesSet holds series by key, and sorted by scenario then name.
+type seriesSet struct {
+	mu     sync.Mutex
+	byKey  map[seriesKey]*Series
+	sorted []*Series
+}
+
 // NewAggregator returns an empty aggregator.
 func NewAggregator() *Aggregator {
-	return &Aggregator{byKey: make(map[seriesKey]*Series)}
+	return &Aggregator{
+		requests: seriesSet{byKey: make(map[seriesKey]*Series)},
+		flows:    seriesSet{byKey: make(map[seriesKey]*Series)},
+	}
 }
 
 // Series returns the series for (scenario, request), creating it once; safe
 // for concurrent use. The core calls it at setup and keeps the handle, so
 // Record never looks a series up by name.
 func (a *Aggregator) Series(scenario, request string) *Series {
-	k := seriesKey{scenario, request}
-	a.seriesMu.Lock()
-	defer a.seriesMu.Unlock()
-	if s, ok := a.byKey[k]; ok {
+	return a.requests.get(scenario, request)
+}
+
+// Flow returns the series of a flow of a scenario, creating it once; safe
+// for concurrent use. A flow's series counts each run of the flow with
+// RecordFlow: its count is the flows that ended, its errors the ones that
+// failed, by the kind of the step that failed them, and its latency the
+// duration of the ones that completed.
+func (a *Aggregator) Flow(scenario, flow string) *Series {
+	return a.flows.get(scenario, flow)
+}
+
+func (set *seriesSet) get(scenario, name string) *Series {
+	k := seriesKey{scenario, name}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if s, ok := set.byKey[k]; ok {
 		return s
 	}
 	s := &Series{
 		scenario: scenario,
-		request:  request,
+		request:  name,
 		// One shard per P is enough: the pool in Record keeps each P on
 		// its own shard. Unused shards cost a few KB, as their histograms
 		// are only allocated on first use.
 		shards: make([]shard, max(1, runtime.GOMAXPROCS(0))),
 	}
-	a.byKey[k] = s
-	i, _ := slices.BinarySearchFunc(a.sorted, k, func(s *Series, k seriesKey) int {
+	set.byKey[k] = s
+	i, _ := slices.BinarySearchFunc(set.sorted, k, func(s *Series, k seriesKey) int {
 		if c := cmp.Compare(s.scenario, k.scenario); c != 0 {
 			return c
 		}
 		return cmp.Compare(s.request, k.request)
 	})
-	a.sorted = slices.Insert(a.sorted, i, s)
+	set.sorted = slices.Insert(set.sorted, i, s)
 	return s
 }
 
 // all returns a copy of the series list, so Flush and the readers can walk
-// it without holding seriesMu while Series is called concurrently.
-func (a *Aggregator) all() []*Series {
-	a.seriesMu.Lock()
-	defer a.seriesMu.Unlock()
-	return slices.Clone(a.sorted)
+// it without holding mu while get is called concurrently.
+func (set *seriesSet) all() []*Series {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return slices.Clone(set.sorted)
 }
 
 // Series accumulates the samples of one (scenario, request) pair. Its
@@ -306,6 +328,25 @@ func (s *Series) lock() *shard {
 	return sh
 }
 
+// RecordFlow folds one run of a flow that ended: failed is the error kind
+// of the step that failed it, or ErrNone when every step succeeded, and d
+// its duration, recorded only for a completed flow: a flow cut short at its
+// first step would otherwise pull the percentiles down. Like Record, it is
+// safe for concurrent use and does not allocate in the steady state.
+func (s *Series) RecordFlow(d time.Duration, failed protocols.ErrorKind) {
+	smp := protocols.Sample{Error: failed}
+	sh := s.lock()
+	if failed == protocols.ErrNone {
+		if sh.latency == nil {
+			sh.latency = newHistogram()
+		}
+		_ = sh.latency.RecordValue(micros(d)) // cannot fail: clamped to range
+	}
+	sh.counters.add(&smp)
+	sh.mu.Unlock()
+	s.last.Put(sh)
+}
+
 // RecordChecks adds check outcomes to the current interval. Like Record, it
 // is safe for concurrent use and does not allocate.
 func (s *Series) RecordChecks(passed, failed int) {
@@ -322,7 +363,7 @@ func (s *Series) RecordChecks(passed, failed int) {
 // RPS = Count / (end - start), and merges the interval into the run totals.
 // It is meant to be called once per interval by one goroutine.
 func (a *Aggregator) Flush(start, end time.Time) []SeriesFigures {
-	list := a.all()
+	list := a.requests.all()
 	a.totalsMu.Lock()
 	defer a.totalsMu.Unlock()
 	out := make([]SeriesFigures, len(list))
@@ -342,6 +383,30 @@ func (a *Aggregator) Flush(start, end time.Time) []SeriesFigures {
 				out[i].Metrics = make(map[string]MetricFigures, len(s.intervalMetrics))
 			}
 			out[i].Metrics[name] = metricFigures(h)
+		}
+		s.fold()
+	}
+	return out
+}
+
+// FlushFlows is Flush for the flows: it ends the current interval of
+// every flow's series and returns their figures, sorted by scenario then
+// flow, with Rate = flows ended / (end - start).
+func (a *Aggregator) FlushFlows(start, end time.Time) []FlowSeriesFigures {
+	list := a.flows.all()
+	if len(list) == 0 {
+		return nil
+	}
+	a.totalsMu.Lock()
+	defer a.totalsMu.Unlock()
+	out := make([]FlowSeriesFigures, len(list))
+	seconds := end.Sub(start).Seconds()
+	for i, s := range list {
+		s.collect()
+		out[i] = FlowSeriesFigures{
+			Scenario:    s.scenario,
+			Flow:        s.request,
+			FlowFigures: flowFigures(&s.interval, s.intervalLatency, seconds),
 		}
 		s.fold()
 	}
@@ -418,7 +483,7 @@ func (s *Series) matches(scenario, request string) bool {
 func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (RequestFigures, map[string]MetricFigures) {
 	a.totalsMu.RLock()
 	defer a.totalsMu.RUnlock()
-	sum, latencies, metrics := a.matching(scenario, request)
+	sum, latencies, metrics := a.requests.matching(scenario, request)
 	rf := requestFigures(&sum, merged(latencies), elapsed.Seconds())
 	mf := make(map[string]MetricFigures, len(metrics))
 	for name, hs := range metrics {
@@ -434,7 +499,7 @@ func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (Re
 func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float64 {
 	a.totalsMu.RLock()
 	defer a.totalsMu.RUnlock()
-	_, latencies, metrics := a.matching(scenario, request)
+	_, latencies, metrics := a.requests.matching(scenario, request)
 	hs := latencies
 	if metric != "latency" {
 		hs = metrics[metric]
@@ -448,9 +513,9 @@ func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float
 
 // matching gathers the run totals of the series matching scenario and
 // request ("" matches any). The caller holds totalsMu.
-func (a *Aggregator) matching(scenario, request string) (sum counters, latencies []*hdr.Histogram, metrics map[string][]*hdr.Histogram) {
+func (set *seriesSet) matching(scenario, request string) (sum counters, latencies []*hdr.Histogram, metrics map[string][]*hdr.Histogram) {
 	metrics = make(map[string][]*hdr.Histogram)
-	for _, s := range a.all() {
+	for _, s := range set.all() {
 		if !s.matches(scenario, request) {
 			continue
 		}
@@ -482,7 +547,7 @@ func merged(hs []*hdr.Histogram) *hdr.Histogram {
 // Requests returns the run totals, as of the last Flush, per scenario and
 // request, for the summary; RPS = Count / elapsed.
 func (a *Aggregator) Requests(elapsed time.Duration) map[string]map[string]*RequestFigures {
-	list := a.all()
+	list := a.requests.all()
 	a.totalsMu.RLock()
 	defer a.totalsMu.RUnlock()
 	out := make(map[string]map[string]*RequestFigures)
@@ -501,6 +566,48 @@ func (a *Aggregator) Requests(elapsed time.Duration) map[string]map[string]*Requ
 			}
 		}
 		byRequest[s.request] = &rf
+	}
+	return out
+}
+
+// FlowTotals returns the run totals, as of the last Flush, of the flows
+// matching scenario and flow ("" matches any), merged, with Rate = flows
+// ended / elapsed.
+func (a *Aggregator) FlowTotals(scenario, flow string, elapsed time.Duration) FlowFigures {
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	sum, durations, _ := a.flows.matching(scenario, flow)
+	return flowFigures(&sum, merged(durations), elapsed.Seconds())
+}
+
+// FlowQuantile returns the q-th percentile (0 < q < 100) in milliseconds
+// of the duration of the completed flows matching scenario and flow.
+func (a *Aggregator) FlowQuantile(scenario, flow string, q float64) float64 {
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	_, durations, _ := a.flows.matching(scenario, flow)
+	h := merged(durations)
+	if h == nil || h.TotalCount() == 0 {
+		return 0
+	}
+	return ms(float64(h.ValueAtQuantile(q)))
+}
+
+// Flows returns the run totals, as of the last Flush, per scenario and
+// flow, for the summary; Rate = flows ended / elapsed.
+func (a *Aggregator) Flows(elapsed time.Duration) map[string]map[string]*FlowFigures {
+	list := a.flows.all()
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	out := make(map[string]map[string]*FlowFigures)
+	for _, s := range list {
+		byFlow := out[s.scenario]
+		if byFlow == nil {
+			byFlow = make(map[string]*FlowFigures)
+			out[s.scenario] = byFlow
+		}
+		ff := flowFigures(&s.total, s.totalLatency, elapsed.Seconds())
+		byFlow[s.request] = &ff
 	}
 	return out
 }

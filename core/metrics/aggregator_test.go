@@ -686,3 +686,42 @@ func TestErrorMessagesBounded(t *testing.T) {
 		t.Errorf("a failing call with a kept message allocates %.1f times", n)
 	}
 }
+
+// A flow's series counts every flow that ended, its failures by kind, and
+// the duration of the completed ones only, apart from the requests.
+func TestFlowSeries(t *testing.T) {
+	a := NewAggregator()
+	f := a.Flow("shop", "order")
+	a.Series("shop", "list").Record(protocols.Sample{Metric: protocols.MetricRequest, Value: time.Millisecond})
+	for range 3 {
+		f.RecordFlow(40*time.Millisecond, protocols.ErrNone)
+	}
+	f.RecordFlow(time.Millisecond, "capture")
+	start := time.Now()
+	flows := a.FlushFlows(start, start.Add(time.Second))
+	if len(flows) != 1 || flows[0].Flow != "order" || flows[0].Scenario != "shop" {
+		t.Fatalf("FlushFlows = %+v, want the one flow shop/order", flows)
+	}
+	got := flows[0].FlowFigures
+	if got.Count != 4 || got.Completed != 3 || got.Failed != 1 || got.FailedByKind["capture"] != 1 || got.Rate != 4 {
+		t.Errorf("figures = %+v, want 4 ended, 3 completed, 1 failed by capture, 4/s", got)
+	}
+	if got.Duration.Min < 39.9 || got.Duration.Max > 40.1 {
+		t.Errorf("duration = %+v, want 40 ms: a failed flow's 1 ms is not a duration", got.Duration)
+	}
+	if series := a.Flush(start, start.Add(time.Second)); len(series) != 1 || series[0].Count != 1 {
+		t.Errorf("request series = %+v, want only list, with its 1 request", series)
+	}
+	if tot := a.FlowTotals("", "order", 2*time.Second); tot.Count != 4 || tot.Rate != 2 {
+		t.Errorf("FlowTotals = %+v, want 4 flows at 2/s", tot)
+	}
+	if q := a.FlowQuantile("shop", "", 99); q < 39.9 || q > 40.1 {
+		t.Errorf("FlowQuantile p99 = %v ms, want 40", q)
+	}
+	if rf, _ := a.Totals("", "", time.Second); rf.Count != 1 {
+		t.Errorf("request totals count %d, want 1: flows are not requests", rf.Count)
+	}
+	if byFlow := a.Flows(time.Second)["shop"]; byFlow["order"] == nil || byFlow["order"].Completed != 3 {
+		t.Errorf("Flows = %+v", byFlow)
+	}
+}

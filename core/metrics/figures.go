@@ -55,6 +55,21 @@ func requestFigures(c *counters, latency *hdr.Histogram, seconds float64) Reques
 	return rf
 }
 
+// flowFigures turns a flow series' counters and duration histogram into
+// figures, with Rate = flows ended / seconds.
+func flowFigures(c *counters, duration *hdr.Histogram, seconds float64) FlowFigures {
+	rf := requestFigures(c, duration, seconds)
+	return FlowFigures{
+		Count:        rf.Count,
+		Completed:    rf.Count - rf.Errors,
+		Failed:       rf.Errors,
+		FailureRate:  rf.ErrorRate,
+		Rate:         rf.RPS,
+		Duration:     rf.Latency,
+		FailedByKind: rf.ErrorsByKind,
+	}
+}
+
 // latencyFigures summarises a histogram in milliseconds; all zero when it is
 // nil or empty.
 func latencyFigures(h *hdr.Histogram) LatencyFigures {

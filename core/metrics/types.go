@@ -84,6 +84,31 @@ type MetricFigures struct {
 	LatencyFigures
 }
 
+// FlowFigures are the figures of one flow over an interval or a run. A
+// flow is counted when it ends: completed when every step succeeded,
+// failed when a step failed (whether the flow stopped there or went on).
+type FlowFigures struct {
+	Count       int64   `json:"count"` // flows that ended: Completed + Failed
+	Completed   int64   `json:"completed"`
+	Failed      int64   `json:"failed"`
+	FailureRate float64 `json:"failure_rate"` // Failed / Count, 0 when Count is 0
+	Rate        float64 `json:"rate"`         // Count / the interval's or run's length
+	// Duration is flow_duration over the completed flows: from the first
+	// step's send (the planned start, in the open model) to the end of
+	// the last step, the think time between steps included.
+	Duration LatencyFigures `json:"duration_ms"`
+	// FailedByKind counts the failed flows by the error kind of the step
+	// that failed them ("capture", "http_5xx", ...); never nil.
+	FailedByKind map[string]int64 `json:"failed_by_kind"`
+}
+
+// FlowSeriesFigures are one flow's figures over one interval.
+type FlowSeriesFigures struct {
+	Scenario string
+	Flow     string
+	FlowFigures
+}
+
 // SeriesFigures are one series' figures over one interval.
 type SeriesFigures struct {
 	Scenario string
@@ -108,6 +133,10 @@ type Snapshot struct {
 	Final   bool
 	Elapsed time.Duration // since the run started, at End
 	Series  []SeriesFigures
+	// Flows are the flows' figures over the interval, sorted by scenario
+	// then flow; a scenario's setup is its flow "setup". Nil when the
+	// test has no flow and no setup.
+	Flows   []FlowSeriesFigures
 	VUs     map[string]int   // active VUs per scenario at End
 	Dropped map[string]int64 // dropped iterations per scenario in this interval
 	// Gauges are the levels the protocols hold at End, such as
@@ -157,6 +186,9 @@ type ScenarioSummary struct {
 	Iterations        int64                      `json:"iterations"`
 	DroppedIterations int64                      `json:"dropped_iterations"`
 	Requests          map[string]*RequestFigures `json:"requests"`
+	// Flows are the scenario's flow blocks, and its setup as "setup";
+	// absent when it has neither.
+	Flows map[string]*FlowFigures `json:"flows,omitempty"`
 }
 
 // ThresholdResult is one threshold's verdict.
@@ -164,6 +196,7 @@ type ThresholdResult struct {
 	Metric    string  `json:"metric"`
 	Scenario  string  `json:"scenario,omitempty"`
 	Request   string  `json:"request,omitempty"`
+	Flow      string  `json:"flow,omitempty"`
 	Condition string  `json:"condition"`
 	Value     float64 `json:"value"`
 	Passed    bool    `json:"passed"`
