@@ -59,7 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs, in whole seconds")
 	fs.IntVar(&o.rounds, "rounds", 2, "how many times each tool runs; the rounds interleave the tools")
 	fs.IntVar(&o.connections, "connections", 50, "connections (hload: VUs) of each tool")
-	fs.StringVar(&only, "tools", "", "comma-separated tools to run (default all: hload,hload-isolated,wrk,hey,vegeta)")
+	fs.StringVar(&only, "tools", "", "comma-separated tools to run (default all: hload,hload-flow,hload-isolated,wrk,hey,vegeta)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.BoolVar(&o.requireAll, "require-all", false, "fail when a tool is missing instead of skipping it")
 	fs.BoolVar(&o.serve, "serve", false, "run as the target server (the harness starts itself this way)")

@@ -36,6 +36,39 @@ scenario "s" {
 }
 `
 
+// hloadFlowTest is hloadTest with each iteration a flow of three constant
+// steps instead of one request: the same calls, so its requests per
+// CPU-second against hload's shows what running a journey costs.
+const hloadFlowTest = `variable "base_url" {}
+variable "isolate" {}
+variable "vus" {}
+variable "duration" {}
+
+target "server" {
+  protocol = "http"
+  base_url = var.base_url
+  isolate  = var.isolate
+}
+
+scenario "s" {
+  executor = "constant-vus"
+  vus      = var.vus
+  duration = var.duration
+
+  flow "f" {
+    request "a" {
+      path = "/"
+    }
+    request "b" {
+      path = "/"
+    }
+    request "c" {
+      path = "/"
+    }
+  }
+}
+`
+
 // toolRun is what one run of a tool needs.
 type toolRun struct {
 	url         string
@@ -66,13 +99,20 @@ func tools() []*tool {
 		{
 			name:    "hload",
 			install: "go build ./cmd/hload",
-			args:    hloadArgs(false),
+			args:    hloadArgs(false, "test.hcl"),
 			figures: hloadFigures,
+		},
+		{
+			name:    "hload-flow",
+			install: "go build ./cmd/hload",
+			args:    hloadArgs(false, "flow.hcl"),
+			figures: hloadFigures,
+			note:    "each iteration a flow of 3 constant steps: the same requests as hload's",
 		},
 		{
 			name:    "hload-isolated",
 			install: "go build ./cmd/hload",
-			args:    hloadArgs(true),
+			args:    hloadArgs(true, "test.hcl"),
 			figures: hloadFigures,
 			note:    "isolate = true on the target: CPU is hload's and its plugin process's",
 		},
@@ -110,14 +150,14 @@ func tools() []*tool {
 	}
 }
 
-func hloadArgs(isolate bool) func(r toolRun) []string {
+func hloadArgs(isolate bool, file string) func(r toolRun) []string {
 	return func(r toolRun) []string {
 		return []string{"apply", "--quiet", "--summary-export", r.files + ".json",
 			"--var", "base_url=" + r.url,
 			"--var", "isolate=" + strconv.FormatBool(isolate),
 			"--var", "vus=" + strconv.Itoa(r.connections),
 			"--var", "duration=" + r.duration.String(),
-			filepath.Join(filepath.Dir(r.files), "test.hcl")}
+			filepath.Join(filepath.Dir(r.files), file)}
 	}
 }
 
@@ -151,8 +191,10 @@ func buildHload(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("building hload (run the harness inside the hload repository): %v\n%s", err, tail(out))
 	}
-	if err := os.WriteFile(filepath.Join(dir, "test.hcl"), []byte(hloadTest), 0o644); err != nil {
-		return "", err
+	for name, text := range map[string]string{"test.hcl": hloadTest, "flow.hcl": hloadFlowTest} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return "", err
+		}
 	}
 	return bin, nil
 }
