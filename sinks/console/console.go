@@ -53,6 +53,15 @@ type progress struct {
 	gauges  map[string]int64 // the last snapshot's
 	elapsed time.Duration
 	seen    bool
+
+	// The flows' figures, setup apart: a setup runs once per VU, so its
+	// count is no rate of journeys, but its failures are what a watcher
+	// of a login outage must see.
+	flows       bool // a flow other than setup is in the test
+	flowRate    float64
+	flowCount   int64
+	flowFailed  int64
+	setupFailed int64
 }
 
 // New returns a console sink that prints to w.
@@ -127,12 +136,26 @@ func (w *progress) add(snap *metrics.Snapshot) {
 	w.seen = true
 	w.snapshots++
 	w.length += snap.End.Sub(snap.Start)
-	w.rps = 0
-	if w.snapshots == 1 && snap.RateStart.Before(snap.Start) {
+	w.rps, w.flowRate = 0, 0
+	lone := w.snapshots == 1 && snap.RateStart.Before(snap.Start)
+	if lone {
 		// The core put this snapshot's rates over a longer, real length;
 		// its count over its own few milliseconds would be a false burst.
 		for i := range snap.Series {
 			w.rps += snap.Series[i].RPS
+		}
+	}
+	for i := range snap.Flows {
+		f := &snap.Flows[i]
+		if f.Flow == setupFlow {
+			w.setupFailed += f.Failed
+			continue
+		}
+		w.flows = true
+		w.flowCount += f.Count
+		w.flowFailed += f.Failed
+		if lone {
+			w.flowRate += f.Rate
 		}
 	}
 	w.elapsed = snap.Elapsed
@@ -156,8 +179,10 @@ func (w *progress) add(snap *metrics.Snapshot) {
 }
 
 // progressLine renders e.g.
-// "[  12s] vus 40  rps 812  err 0.1%  p95 23.4ms  dropped 0", followed by
-// the protocols' gauges, such as "  sse_open_streams 200".
+// "[  12s] vus 40  rps 812  err 0.1%  p95 23.4ms  dropped 0", then, in a
+// test with flows, "  flows/s 270  flows failed 3", then "  setup failed 2"
+// when setups failed, then the protocols' gauges, such as
+// "  sse_open_streams 200".
 func progressLine(p *progress) string {
 	rps := p.rps
 	if rps == 0 && p.length > 0 {
@@ -169,6 +194,16 @@ func progressLine(p *progress) string {
 	}
 	line := fmt.Sprintf("[%5s] vus %d  rps %.0f  err %s%%  p95 %sms  dropped %d",
 		p.elapsed.Round(time.Second), p.vus, rps, formatPercent(errPct), formatMs(p.p95), p.dropped)
+	if p.flows {
+		rate := p.flowRate
+		if rate == 0 && p.length > 0 {
+			rate = float64(p.flowCount) / p.length.Seconds()
+		}
+		line += fmt.Sprintf("  flows/s %.0f  flows failed %d", rate, p.flowFailed)
+	}
+	if p.setupFailed > 0 {
+		line += fmt.Sprintf("  setup failed %d", p.setupFailed)
+	}
 	for _, n := range slices.Sorted(maps.Keys(p.gauges)) {
 		line += fmt.Sprintf("  %s %d", n, p.gauges[n])
 	}

@@ -87,12 +87,49 @@ func sampleSummary() metrics.Summary {
 	}
 }
 
+// flowSummary is sampleSummary with a setup and two flows in its closed
+// scenario, one of them failing, and thresholds on flows.
+func flowSummary() metrics.Summary {
+	sum := sampleSummary()
+	sum.Scenarios["browse"].Flows = map[string]*metrics.FlowFigures{
+		"setup": {
+			Count: 42, Completed: 40, Failed: 2, FailureRate: 2.0 / 42, Rate: 0.14,
+			Duration:     metrics.LatencyFigures{Mean: 31, P50: 30.5, P90: 44, P95: 47.25, P99: 60.1, Max: 61},
+			FailedByKind: map[string]int64{"http_5xx": 2},
+		},
+		"order": {
+			Count: 11_562, Completed: 10_980, Failed: 582, FailureRate: 582.0 / 11_562, Rate: 38.5,
+			Duration:     metrics.LatencyFigures{Mean: 140, P50: 120.4, P90: 230, P95: 310.5, P99: 902, Max: 2841.3},
+			FailedByKind: map[string]int64{"capture": 578, "timeout": 4},
+		},
+		"browse catalogue": {
+			Count: 115_620, Completed: 115_620, Rate: 385.4,
+			Duration:     metrics.LatencyFigures{Mean: 22, P50: 20.1, P90: 30, P95: 35, P99: 51.6, Max: 529},
+			FailedByKind: map[string]int64{},
+		},
+	}
+	sum.Thresholds = append(sum.Thresholds,
+		metrics.ThresholdResult{Metric: "flow_duration", Scenario: "browse", Flow: "order", Condition: "p95 < 2s", Value: 310.5, Passed: true},
+		metrics.ThresholdResult{Metric: "flow_failures", Flow: "order", Condition: "rate < 1%", Value: 582.0 / 11_562, Passed: false},
+		metrics.ThresholdResult{Metric: "flow_failures", Flow: "setup", Condition: "count < 5", Value: 2, Passed: true},
+	)
+	return sum
+}
+
+// TestSummaryGolden: a summary without flows reads exactly as before
+// flows existed (summary.golden predates them), and one with flows adds a
+// flows table per scenario, setup first, and the flow in thresholds.
 func TestSummaryGolden(t *testing.T) {
+	t.Run("without flows", func(t *testing.T) { checkGolden(t, sampleSummary(), "summary.golden") })
+	t.Run("with flows", func(t *testing.T) { checkGolden(t, flowSummary(), "summary_flows.golden") })
+}
+
+func checkGolden(t *testing.T, sum metrics.Summary, name string) {
 	var buf bytes.Buffer
-	if err := WriteSummary(&buf, sampleSummary(), true); err != nil {
+	if err := WriteSummary(&buf, sum, true); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "summary.golden")
+	golden := filepath.Join("testdata", name)
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
@@ -380,5 +417,54 @@ func TestSummaryShowsRuntimeFailure(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// withFlows adds to a snapshot the flows of a shop: its setup and the
+// flows "browse" and "order", with the counts given.
+func withFlows(s metrics.Snapshot, setupFailed, browse, order, orderFailed int64) metrics.Snapshot {
+	length := s.End.Sub(s.Start).Seconds()
+	s.Flows = []metrics.FlowSeriesFigures{
+		{Scenario: "browse", Flow: "browse", FlowFigures: metrics.FlowFigures{Count: browse, Completed: browse, Rate: float64(browse) / length}},
+		{Scenario: "browse", Flow: "order", FlowFigures: metrics.FlowFigures{Count: order, Completed: order - orderFailed, Failed: orderFailed, Rate: float64(order) / length}},
+		{Scenario: "browse", Flow: "setup", FlowFigures: metrics.FlowFigures{Count: setupFailed, Failed: setupFailed}},
+	}
+	return s
+}
+
+// TestProgressFlows: with flows, the line adds the flows per second and
+// the failed flows, folded over the interval like the requests; setups
+// are not journeys and stay out of the rate, but their failures show;
+// a test with only a setup that never fails prints the line of old.
+func TestProgressFlows(t *testing.T) {
+	var buf bytes.Buffer
+	s := New(&buf, Options{NoColor: true, Interval: 2 * time.Second})
+	writes := []metrics.Snapshot{
+		withFlows(snapshot(time.Second, 100, 0, 10), 3, 200, 50, 4),
+		withFlows(snapshot(2*time.Second, 100, 0, 10), 0, 100, 30, 1), // folded with the first: (350 + 130) / 2 s
+		withFlows(snapshot(4*time.Second, 100, 0, 10), 0, 90, 10, 0),
+	}
+	// The run's last snapshot, 5 ms long: its rate is the one the core
+	// spread over a real length, not 3 flows over 5 ms.
+	last := withFlows(snapshot(4*time.Second+5*time.Millisecond, 3, 0, 10), 0, 2, 1, 1)
+	last.Start, last.RateStart, last.Final = t0.Add(4*time.Second), t0.Add(3*time.Second), true
+	last.Flows[0].Rate, last.Flows[1].Rate = 92/1.005, 11/1.005
+	last.Series[0].RPS = 103 / 1.005
+	writes = append(writes, last)
+
+	onlySetup := snapshot(7*time.Second, 100, 0, 10)
+	onlySetup.Flows = []metrics.FlowSeriesFigures{{Scenario: "browse", Flow: "setup", FlowFigures: metrics.FlowFigures{Count: 40, Completed: 40, Rate: 40}}}
+	writes = append(writes, onlySetup)
+	for _, snap := range writes {
+		if err := s.Write(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "[   2s] vus 40  rps 100  err 0%  p95 10.0ms  dropped 2  flows/s 190  flows failed 5  setup failed 3\n" +
+		"[   4s] vus 40  rps 100  err 0%  p95 10.0ms  dropped 1  flows/s 100  flows failed 0\n" +
+		"[   4s] vus 40  rps 102  err 0%  p95 10.0ms  dropped 1  flows/s 102  flows failed 1\n" +
+		"[   7s] vus 40  rps 100  err 0%  p95 10.0ms  dropped 1\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }

@@ -116,6 +116,7 @@ func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS f
 	names := slices.Sorted(maps.Keys(sc.Requests))
 	if len(names) == 0 {
 		p.printf("  no requests\n")
+		p.flows(sc.Flows)
 		return
 	}
 	width := utf8.RuneCountInString("request")
@@ -165,6 +166,57 @@ func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS f
 		return fmt.Sprintf("passed %d  failed %d  (%s%% passed)", c.Passed, c.Failed,
 			strconv.FormatFloat(rate, 'f', 2, 64))
 	})
+	p.flows(sc.Flows)
+}
+
+// setupFlow is the flow under which a scenario's setup is counted
+// (config.SetupFlow).
+const setupFlow = "setup"
+
+// flows prints a scenario's flows, its setup first: how many ended,
+// completed and failed, the duration of the completed ones, and the
+// failed ones by the kind of the step that failed them. A scenario with
+// neither flows nor setup prints nothing, so its summary reads as before.
+func (p *printer) flows(flows map[string]*metrics.FlowFigures) {
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(flows)), func(n string) bool {
+		return flows[n] == nil || n == setupFlow
+	})
+	if flows[setupFlow] != nil {
+		names = slices.Insert(names, 0, setupFlow)
+	}
+	if len(names) == 0 {
+		return
+	}
+	width := utf8.RuneCountInString("flow")
+	for _, n := range names {
+		width = max(width, utf8.RuneCountInString(n))
+	}
+	p.printf("\n")
+	tw := tabwriter.NewWriter(&p.buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// The last cell has no tab after it, so tabwriter leaves it out of
+	// the right-aligned columns: a list of kinds reads left-aligned.
+	row := func(last string, c ...string) {
+		for _, s := range c {
+			io.WriteString(tw, s)
+			io.WriteString(tw, "\t")
+		}
+		if last != "" {
+			io.WriteString(tw, "  "+last)
+		}
+		io.WriteString(tw, "\n")
+	}
+	row("failed by kind", pad("  flow", width+2), "ended", "completed", "failed", "fail%", "p50", "p95", "p99", "max")
+	for _, n := range names {
+		f := flows[n]
+		d := f.Duration
+		row(counts(f.FailedByKind), pad("  "+n, width+2),
+			strconv.FormatInt(f.Count, 10),
+			strconv.FormatInt(f.Completed, 10),
+			strconv.FormatInt(f.Failed, 10),
+			formatPercent(100*f.FailureRate),
+			formatMs(d.P50), formatMs(d.P95), formatMs(d.P99), formatMs(d.Max))
+	}
+	tw.Flush()
 }
 
 // perRequest prints a titled list with one line per request whose line is
@@ -307,6 +359,9 @@ func (p *printer) thresholds(ts []metrics.ThresholdResult) {
 		if t.Request != "" {
 			filter = append(filter, "request="+t.Request)
 		}
+		if t.Flow != "" {
+			filter = append(filter, "flow="+t.Flow)
+		}
 		if len(filter) > 0 {
 			name += "{" + strings.Join(filter, ",") + "}"
 		}
@@ -436,8 +491,8 @@ func formatPercent(v float64) string {
 }
 
 // formatValue prints a threshold's measured value with its unit, read off
-// the metric and the condition's aggregation: rates of errors and checks as
-// percentages, requests per second with /s, counts bare, and every other
+// the metric and the condition's aggregation: rates of errors, checks and
+// failed flows as percentages, requests per second with /s, counts bare, and every other
 // aggregation (percentiles, mean, min, max of a latency or a protocol
 // metric) in milliseconds.
 func formatValue(t metrics.ThresholdResult) string {
@@ -446,7 +501,7 @@ func formatValue(t metrics.ThresholdResult) string {
 	switch {
 	case agg == "count":
 		return strconv.FormatFloat(v, 'f', -1, 64)
-	case t.Metric == "errors" || t.Metric == "checks":
+	case t.Metric == "errors" || t.Metric == "checks" || t.Metric == "flow_failures":
 		return strconv.FormatFloat(math.Round(v*1e6)/1e4, 'f', -1, 64) + "%"
 	case t.Metric == "rps":
 		return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + "/s"
