@@ -1,5 +1,6 @@
 // Package csv is the csv sink: one row per interval per (scenario, request)
-// for spreadsheets, and optionally one row per request in a raw file.
+// and per (scenario, flow) for spreadsheets, and optionally one row per
+// request in a raw file.
 //
 //	sink "csv" {
 //	  path     = "results.csv"
@@ -10,6 +11,7 @@ package csv
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -17,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,13 +34,28 @@ import (
 	"github.com/hload/hload/core/metrics"
 )
 
-// intervalHeader is the header row of the interval file.
+// intervalHeader is the header row of the interval file. Columns are only
+// ever added at the end, so that readers that take them by position keep
+// working.
+//
+// kind says what a row counts. "request": the calls of one request. "flow":
+// the runs of one flow (a scenario's setup is the flow "setup"); its
+// request column is the flow's name, count the flows that ended, errors
+// the failed ones, rps the flows ended per second, latency_* the
+// flow_duration of the completed ones, and its bytes are 0, as its calls'
+// bytes are in their own rows.
 var intervalHeader = []string{
 	"time", "elapsed_s", "scenario", "request", "count", "errors", "rps",
 	"latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p95_ms",
 	"latency_p99_ms", "latency_max_ms", "bytes_sent", "bytes_received",
-	"active_vus", "dropped_iterations",
+	"active_vus", "dropped_iterations", "kind",
 }
+
+// The values of the kind column.
+const (
+	kindRequest = "request"
+	kindFlow    = "flow"
+)
 
 // rawHeader is the header row of the raw file.
 var rawHeader = []string{
@@ -250,15 +268,16 @@ func (s *Sink) writeRows(records ...[]string) {
 }
 
 // Write adds one row per (scenario, request) of the snapshot, sorted by
-// scenario and request. The rps column is the snapshot's rate: in the
+// scenario and request, then one per (scenario, flow), sorted likewise. The rps column is the snapshot's rate: in the
 // run's last row, when that interval is shorter than the others, it runs
 // over the interval before it too (metrics.Snapshot.RateStart), so the
 // calls that end with the run are not scaled from a few milliseconds to
 // a per-second rate; the count column is the row's own, so the counts
 // still add up to the summary's. A scenario with active VUs or dropped iterations
 // but no finished request in the interval gets a row with an empty request,
-// so that its VUs and drops are never missing from the file. It returns
-// an earlier write error, if any.
+// so that its VUs and drops are never missing from the file. A flow
+// row's latencies are left empty when no flow completed in the interval.
+// It returns an earlier write error, if any.
 func (s *Sink) Write(snap metrics.Snapshot) error {
 	if s.interval == nil {
 		return errors.New("csv sink: Write before Start")
@@ -305,6 +324,7 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		r[14] = strconv.FormatInt(f.BytesReceived, 10)
 		r[15] = strconv.Itoa(snap.VUs[f.Scenario])
 		r[16] = strconv.FormatInt(snap.Dropped[f.Scenario], 10)
+		r[17] = kindRequest
 		s.rowCSV.Write(r)
 	}
 	rows := int64(len(s.order))
@@ -335,14 +355,47 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		r[13], r[14] = "0", "0"
 		r[15] = strconv.Itoa(snap.VUs[sc])
 		r[16] = strconv.FormatInt(snap.Dropped[sc], 10)
+		r[17] = kindRequest
 		s.rowCSV.Write(r)
 		rows++
 	}
+	rows += s.flowRows(end, elapsed, &snap)
 	s.rowCSV.Flush()
 	if rows > 0 {
 		s.interval.append(s.rowBuf.Bytes(), rows)
 	}
 	return nil
+}
+
+// flowRows encodes one row per flow of the snapshot, sorted by scenario
+// and flow, and returns how many.
+func (s *Sink) flowRows(end, elapsed string, snap *metrics.Snapshot) int64 {
+	flows := slices.SortedStableFunc(slices.Values(snap.Flows), func(x, y metrics.FlowSeriesFigures) int {
+		return cmp.Or(cmp.Compare(x.Scenario, y.Scenario), cmp.Compare(x.Flow, y.Flow))
+	})
+	for i := range flows {
+		f := &flows[i]
+		r := s.record
+		r[0], r[1], r[2], r[3] = end, elapsed, f.Scenario, f.Flow
+		r[4] = strconv.FormatInt(f.Count, 10)
+		r[5] = strconv.FormatInt(f.Failed, 10)
+		r[6] = formatFloat(f.Rate)
+		d := &f.Duration
+		for j, v := range []float64{d.Mean, d.P50, d.P90, d.P95, d.P99, d.Max} {
+			r[7+j] = ""
+			if f.Completed > 0 {
+				// Without a completed flow there is no duration; a 0
+				// would pull a spreadsheet's average down.
+				r[7+j] = formatFloat(v)
+			}
+		}
+		r[13], r[14] = "0", "0"
+		r[15] = strconv.Itoa(snap.VUs[f.Scenario])
+		r[16] = strconv.FormatInt(snap.Dropped[f.Scenario], 10)
+		r[17] = kindFlow
+		s.rowCSV.Write(r)
+	}
+	return int64(len(flows))
 }
 
 // formatFloat keeps three decimals: a microsecond for latencies in ms.

@@ -170,12 +170,12 @@ func TestIntervalRows(t *testing.T) {
 	got := readCSV(t, s.Path())
 	want := [][]string{
 		intervalHeader,
-		{"2025-05-01T10:00:01Z", "1.000", "browse", "detail", "12", "0", "12.000", "12.500", "10.000", "20.250", "30.000", "45.000", "99.900", "10", "500", "40", "0"},
-		{"2025-05-01T10:00:01Z", "1.000", "browse", "main", "800", "2", "800.000", "12.500", "10.000", "20.250", "30.000", "45.000", "99.900", "1000", "50000", "40", "0"},
-		{"2025-05-01T10:00:01Z", "1.000", `odd, "name"`, "x", "1", "0", "1.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0", "0", "1", "0"},
+		{"2025-05-01T10:00:01Z", "1.000", "browse", "detail", "12", "0", "12.000", "12.500", "10.000", "20.250", "30.000", "45.000", "99.900", "10", "500", "40", "0", "request"},
+		{"2025-05-01T10:00:01Z", "1.000", "browse", "main", "800", "2", "800.000", "12.500", "10.000", "20.250", "30.000", "45.000", "99.900", "1000", "50000", "40", "0", "request"},
+		{"2025-05-01T10:00:01Z", "1.000", `odd, "name"`, "x", "1", "0", "1.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0", "0", "1", "0", "request"},
 		// A scenario with VUs and drops but no finished request still shows.
-		{"2025-05-01T10:00:01Z", "1.000", "open", "", "0", "0", "0", "", "", "", "", "", "", "0", "0", "7", "3"},
-		{"2025-05-01T10:00:01Z", "1.500", "browse", "main", "5", "0", "10.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0", "0", "0", "0"},
+		{"2025-05-01T10:00:01Z", "1.000", "open", "", "0", "0", "0", "", "", "", "", "", "", "0", "0", "7", "3", "request"},
+		{"2025-05-01T10:00:01Z", "1.500", "browse", "main", "5", "0", "10.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0.000", "0", "0", "0", "0", "request"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d rows, want %d:\n%q", len(got), len(want), got)
@@ -185,6 +185,82 @@ func TestIntervalRows(t *testing.T) {
 			t.Errorf("row %d:\n got %q\nwant %q", i, got[i], want[i])
 		}
 	}
+}
+
+// TestIntervalHeader: the columns of old stay where they were, and kind
+// is added at the end, so that a reader taking columns by position keeps
+// working.
+func TestIntervalHeader(t *testing.T) {
+	s := newSink(t, `path = "results.csv"`)
+	if err := s.Close(metrics.Summary{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "time,elapsed_s,scenario,request,count,errors,rps,latency_mean_ms,latency_p50_ms,latency_p90_ms," +
+		"latency_p95_ms,latency_p99_ms,latency_max_ms,bytes_sent,bytes_received,active_vus,dropped_iterations,kind"
+	if got := readCSV(t, s.Path()); len(got) != 1 || strings.Join(got[0], ",") != want {
+		t.Fatalf("file = %q, want the header\n%s", got, want)
+	}
+}
+
+// TestIntervalFlowRows: a snapshot's flows follow its requests, one row
+// each, sorted, with kind "flow"; the request rows are the ones the same
+// snapshot gives without flows.
+func TestIntervalFlowRows(t *testing.T) {
+	t0 := time.Date(2025, 5, 1, 10, 0, 0, 0, time.UTC)
+	snap := metrics.Snapshot{
+		Start: t0, End: t0.Add(2 * time.Second), Elapsed: 2 * time.Second,
+		Series: []metrics.SeriesFigures{
+			{Scenario: "shop", Request: "list", RequestFigures: metrics.RequestFigures{
+				Count: 30, Errors: 3, RPS: 15, Latency: metrics.LatencyFigures{Mean: 4, P50: 3, P90: 6, P95: 7, P99: 9, Max: 11},
+				BytesSent: 300, BytesReceived: 9000}},
+		},
+		VUs:     map[string]int{"shop": 10, "idle": 2},
+		Dropped: map[string]int64{"shop": 1},
+	}
+	without := writeRows(t, snap)
+
+	snap.Flows = []metrics.FlowSeriesFigures{
+		// Out of order on purpose: the file is sorted.
+		{Scenario: "shop", Flow: "setup", FlowFigures: metrics.FlowFigures{
+			Count: 10, Completed: 9, Failed: 1, FailureRate: 0.1, Rate: 5,
+			Duration: metrics.LatencyFigures{Mean: 20.5, P50: 20, P90: 25, P95: 26, P99: 30.25, Max: 31}}},
+		{Scenario: "shop", Flow: "order", FlowFigures: metrics.FlowFigures{
+			Count: 27, Completed: 24, Failed: 3, FailureRate: 3.0 / 27, Rate: 13.5,
+			Duration: metrics.LatencyFigures{Mean: 60.125, P50: 55, P90: 80, P95: 90.5, P99: 120, Max: 130.0004}}},
+		// Every flow failed: no duration to show.
+		{Scenario: "idle", Flow: "browse", FlowFigures: metrics.FlowFigures{Count: 2, Failed: 2, FailureRate: 1, Rate: 1}},
+	}
+	got := writeRows(t, snap)
+	const at = "2025-05-01T10:00:02Z"
+	want := append(without,
+		[]string{at, "2.000", "idle", "browse", "2", "2", "1.000", "", "", "", "", "", "", "0", "0", "2", "0", "flow"},
+		[]string{at, "2.000", "shop", "order", "27", "3", "13.500", "60.125", "55.000", "80.000", "90.500", "120.000", "130.000", "0", "0", "10", "1", "flow"},
+		[]string{at, "2.000", "shop", "setup", "10", "1", "5.000", "20.500", "20.000", "25.000", "26.000", "30.250", "31.000", "0", "0", "10", "1", "flow"},
+	)
+	if len(without) != 3 || without[1][17] != "request" || without[2][3] != "" {
+		t.Fatalf("without flows: %q, want the header, the request row and the idle scenario's row", without)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d rows, want %d:\n%q", len(got), len(want), got)
+	}
+	for i := range want {
+		if strings.Join(got[i], "|") != strings.Join(want[i], "|") {
+			t.Errorf("row %d:\n got %q\nwant %q", i, got[i], want[i])
+		}
+	}
+}
+
+// writeRows writes one snapshot to a new sink and returns its file's rows.
+func writeRows(t *testing.T, snap metrics.Snapshot) [][]string {
+	t.Helper()
+	s := newSink(t, `path = "results.csv"`)
+	if err := s.Write(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(metrics.Summary{}); err != nil {
+		t.Fatal(err)
+	}
+	return readCSV(t, s.Path())
 }
 
 func TestRawConcurrent(t *testing.T) {
