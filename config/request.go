@@ -20,10 +20,17 @@ const blockCheck = "check"
 
 // The attributes every request has, whatever its protocol.
 const (
-	requestTarget   = "target"
-	requestWeight   = "weight"
-	requestLet      = "let"
-	requestDelivery = "delivery"
+	requestTarget    = "target"
+	requestWeight    = "weight"
+	requestLet       = "let"
+	requestDelivery  = "delivery"
+	requestOnFailure = "on_failure"
+)
+
+// The values of on_failure: what a flow does when this step fails.
+const (
+	onFailureStop     = "stop"
+	onFailureContinue = "continue"
 )
 
 // rootLet is the root under which a request's other attributes see its let
@@ -40,8 +47,10 @@ const requestWhere = "This request attribute"
 // its protocol attributes cannot be checked, and the reason is already
 // reported.
 var requestCoreSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: requestTarget}, {Name: requestWeight}, {Name: requestLet}, {Name: requestDelivery}},
-	Blocks:     []hcl.BlockHeaderSchema{{Type: blockCheck}},
+	Attributes: []hcl.AttributeSchema{
+		{Name: requestTarget}, {Name: requestWeight}, {Name: requestLet}, {Name: requestDelivery}, {Name: requestOnFailure},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: blockCheck}, {Type: blockCapture}},
 }
 
 // requestExtras are the protocol-independent attributes of a request that
@@ -81,9 +90,12 @@ var checkSchema = &hcl.BodySchema{
 
 // vuAttributes and scenarioAttributes are the per-iteration values.
 var (
-	vuAttributes       = []string{"id", "iteration"}
+	vuAttributes       = []string{"id", "iteration", vuVars}
 	scenarioAttributes = []string{"name"}
 )
+
+// vuVars is the attribute of vu that holds the VU's captured values.
+const vuVars = "vars"
 
 // specAttr is one protocol attribute of a request: key in the result
 // object, and the spec that names and types it in HCL.
@@ -92,50 +104,38 @@ type specAttr struct {
 	spec *hcldec.AttrSpec
 }
 
-// decodeRequests decodes the request blocks of scenario s.
-func (l *loader) decodeRequests(s *Scenario, blocks []*hcl.Block, def scenarioTarget) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	seen := map[string]*Request{}
-	sample := l.sampleContext(s.Name)
-	for _, b := range blocks {
-		name := b.Labels[0]
-		if name == "" {
-			diags = append(diags, errorDiag(b.LabelRanges[0], "Empty request name", `A request needs a name, such as request "home".`))
-			continue
-		}
-		if earlier, dup := seen[name]; dup {
-			d := duplicateDiag("request", name, b.DefRange, earlier.DeclRange)
-			d.Detail += fmt.Sprintf(" Request names are unique within a scenario, here %q.", s.Name)
-			diags = append(diags, d)
-			continue
-		}
-		// Each request draws its sample values from its own fixed seed.
-		draws := sample.NewChild()
-		draws.Functions = loadFunctions()
-		r, d := l.decodeRequest(s.Name, b, def, draws)
-		diags = append(diags, d...)
-		seen[name] = r
-		s.Requests = append(s.Requests, r)
-	}
-	return diags
-}
-
 // sampleContext evaluates a per-iteration expression once at load, with
 // the values of the first iteration of the first VU, so that type errors
-// and unknown functions show up before the run. decodeRequests adds the
-// random functions, drawn from a fixed seed, so that the verdict is the
-// same on every load.
+// and unknown functions show up before the run. decodeSteps adds, for each
+// request, vu (see sampleVU) and the random functions, drawn from a fixed
+// seed, so that the verdict is the same on every load.
 func (l *loader) sampleContext(scenario string) *hcl.EvalContext {
 	ctx := l.base.NewChild()
 	ctx.Variables = map[string]cty.Value{
-		rootVU: cty.ObjectVal(map[string]cty.Value{
-			"id":        cty.NumberUIntVal(1),
-			"iteration": cty.NumberUIntVal(0),
-		}),
 		rootScenario: scenarioValue(scenario),
 		rootData:     l.sampleData(),
 	}
 	return ctx
+}
+
+// sampleVU is vu in a request's sample context: the first iteration of the
+// first VU, with an unknown value for each name in vars, the names the
+// request may read as vu.vars. A captured value is known only at run
+// time, so the type checks of an expression that reads one wait for it.
+func sampleVU(vars []string) cty.Value {
+	values := cty.EmptyObjectVal
+	if len(vars) > 0 {
+		m := make(map[string]cty.Value, len(vars))
+		for _, n := range vars {
+			m[n] = cty.DynamicVal
+		}
+		values = cty.ObjectVal(m)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"id":        cty.NumberUIntVal(1),
+		"iteration": cty.NumberUIntVal(0),
+		"vars":      values,
+	})
 }
 
 // sampleData is data for sampleContext: row 0 of each feeder, or an unknown
@@ -156,7 +156,9 @@ func scenarioValue(name string) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name)})
 }
 
-func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget, sample *hcl.EvalContext) (*Request, hcl.Diagnostics) {
+// decodeRequest decodes a request block; scope says where it sits in its
+// scenario and which captured values it may read.
+func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget, sample *hcl.EvalContext, scope *varScope) (*Request, hcl.Diagnostics) {
 	r := &Request{
 		Name:        b.Labels[0],
 		Weight:      1,
@@ -164,7 +166,9 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 		base:        l.base,
 		scenario:    scenario,
 		scenarioVal: scenarioValue(scenario),
+		vars:        scope,
 	}
+	defer func() { r.vars = nil }() // only loading needs it
 	var diags hcl.Diagnostics
 
 	// The second Content call below reports any problem of this first pass.
@@ -186,17 +190,28 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 	contentOK := !d.HasErrors() // no attribute missing or unknown
 
 	if attr := content.Attributes[requestWeight]; attr != nil {
-		w, ok, d := l.intAttr(attr, 1, "the request's share of the scenario's mix", requestWhere)
-		diags = append(diags, d...)
-		if ok {
-			r.Weight = w
+		if d := stepWeightDiag(scope, attr); d != nil {
+			diags = append(diags, d)
+		} else {
+			w, ok, d := l.intAttr(attr, 1, "the request's share of the scenario's mix", requestWhere)
+			diags = append(diags, d...)
+			if ok {
+				r.Weight = w
+			}
 		}
 	}
+	if attr := content.Attributes[requestOnFailure]; attr != nil {
+		diags = append(diags, l.decodeOnFailure(r, attr)...)
+	}
 	for _, cb := range content.Blocks {
+		if cb.Type != blockCheck {
+			continue
+		}
 		c, d := l.decodeCheck(cb)
 		diags = append(diags, d...)
 		r.Checks = append(r.Checks, c)
 	}
+	diags = append(diags, l.decodeCaptures(r, content.Blocks)...)
 	if entry != nil && entry.info != nil {
 		diags = append(diags, l.decodeLet(r, content.Attributes[requestLet], sample)...)
 		base, sample := r.letContexts(l.base, sample)
@@ -210,6 +225,44 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 		}
 	}
 	return r, diags
+}
+
+// stepWeightDiag returns a diagnostic when a step of a setup or a flow
+// has a weight, or nil: the flow is picked by weight, not its steps.
+func stepWeightDiag(scope *varScope, attr *hcl.Attribute) *hcl.Diagnostic {
+	if scope == nil {
+		return nil
+	}
+	switch g := scope.step.group; g.kind {
+	case groupSetup:
+		return errorDiag(attr.NameRange, "weight in a setup step",
+			"The steps of a setup run once per virtual user, each in turn, before its first iteration; none is picked by weight. Remove weight.")
+	case groupFlow:
+		return errorDiag(attr.NameRange, "weight in a flow step",
+			"A flow's steps all run, in order, each time the flow is picked, so a step has no weight of its own: the flow has it. Remove weight here, and set it on flow %q (weight = N in the flow block; the default is 1).",
+			g.flow.Name)
+	}
+	return nil
+}
+
+// decodeOnFailure reads on_failure: "stop" (the default) ends the flow at
+// this step when it fails, "continue" goes on to the next step.
+func (l *loader) decodeOnFailure(r *Request, attr *hcl.Attribute) hcl.Diagnostics {
+	s, ok, diags := l.stringAttr(attr, requestWhere)
+	if !ok {
+		return diags
+	}
+	switch s {
+	case onFailureStop:
+	case onFailureContinue:
+		r.ContinueOnFailure = true
+	default:
+		options := []string{onFailureStop, onFailureContinue}
+		diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid on_failure",
+			`on_failure says what a flow does when this step fails: %q (the default) ends the flow here, %q goes on to the next step. Got %q.%s`,
+			onFailureStop, onFailureContinue, s, didYouMean(s, options)))
+	}
+	return diags
 }
 
 // decodeLet decodes a request's let attribute: an object whose values the
@@ -227,7 +280,16 @@ func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalCont
 	}
 	// In the loader's base: r's own base, which sees let, comes after.
 	v, dynamic, diags := l.evalAtLoad(r, attr.Expr, l.base, sample)
-	if diags.HasErrors() || !v.IsWhollyKnown() {
+	if diags.HasErrors() {
+		return diags
+	}
+	// An object is known even when some of its values read captured
+	// values, which are known only at run time.
+	if !v.IsWhollyKnown() && !(v.IsKnown() && dynamic && readsVars(attr.Expr)) {
+		if !v.IsKnown() && readsVars(attr.Expr) {
+			diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid let",
+				"let must be an object of named values, such as let = { token = vu.vars.token }; a captured value on its own is not one."))
+		}
 		return diags
 	}
 	if v.IsNull() || !(v.Type().IsObjectType() || v.Type().IsMapType()) {
@@ -290,6 +352,7 @@ func (r *Request) isDynamicIn(expr hcl.Expression) bool {
 // vu object, and the rows of the data blocks it reads.
 func (l *loader) noteDynamic(r *Request, expr hcl.Expression) {
 	r.usesVU = r.usesVU || usesRoot(expr, rootVU)
+	r.usesVars = r.usesVars || readsVars(expr)
 	r.extra.hasLetReference = r.extra.hasLetReference || usesRoot(expr, rootLet)
 	used := map[string]bool{}
 	for _, t := range expr.Variables() {
@@ -318,7 +381,7 @@ func (l *loader) decodeDelivery(r *Request, attr *hcl.Attribute, sample *hcl.Eva
 		return nil
 	}
 	v, dynamic, diags := l.evalAtLoad(r, attr.Expr, r.base, sample)
-	if diags.HasErrors() || !v.IsWhollyKnown() {
+	if diags.HasErrors() || !(v.IsWhollyKnown() || dynamic && readsVars(attr.Expr)) {
 		return diags
 	}
 	d, err := deliveryFromValue(v)
@@ -351,6 +414,9 @@ func deliveryFromValue(v cty.Value) (Delivery, error) {
 			return Delivery{}, fmt.Errorf("delivery has no attribute %q.%s It has \"key\" and \"id\"", name, didYouMean(name, deliveryAttributes))
 		}
 		s, err := convert.Convert(e, cty.String)
+		if err == nil && !s.IsKnown() {
+			continue // it reads a captured value, checked per call
+		}
 		if err != nil || s.IsNull() || s.AsString() == "" {
 			return Delivery{}, fmt.Errorf("delivery's %s must be a non-empty string; got %s", name, friendlyValue(e))
 		}
@@ -359,6 +425,9 @@ func deliveryFromValue(v cty.Value) (Delivery, error) {
 		} else {
 			d.ID = s.AsString()
 		}
+	}
+	if !v.IsWhollyKnown() {
+		return d, nil // a value that reads a captured value is checked per call
 	}
 	if d.Key == "" || d.ID == "" {
 		return Delivery{}, fmt.Errorf("%s; both are required", form)
@@ -384,6 +453,10 @@ func (l *loader) validateRequest(r *Request, content *hcl.BodyContent, attrs []s
 		s, ok := samples[key]
 		if !ok {
 			return nil // reported when the attribute was decoded
+		}
+		if !s.IsWhollyKnown() {
+			// It reads a captured value: the protocol checks it per call.
+			s = cty.NullVal(r.types[key])
 		}
 		values[key] = s
 	}
@@ -415,7 +488,10 @@ func requestSchema(spec hcldec.ObjectSpec) (*hcl.BodySchema, []specAttr) {
 	}
 	sort.Strings(keys)
 	var attrs []specAttr
-	used := map[string]bool{requestTarget: true, requestWeight: true, requestLet: true, requestDelivery: true}
+	used := map[string]bool{}
+	for _, a := range requestCoreSchema.Attributes {
+		used[a.Name] = true
+	}
 	for _, k := range keys {
 		as, ok := spec[k].(*hcldec.AttrSpec)
 		if !ok || as == nil || used[as.Name] {
@@ -527,7 +603,9 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 		}
 		v, dynamic, d := l.evalAtLoad(r, attr.Expr, r.base, sample)
 		diags = append(diags, d...)
-		if d.HasErrors() || !v.IsWhollyKnown() {
+		// A dynamic value may be unknown until run time, when it reads a
+		// captured value; a static one is unknown only after a mistake.
+		if d.HasErrors() || !(v.IsWhollyKnown() || dynamic && readsVars(attr.Expr)) {
 			continue
 		}
 		v, err := convert.Convert(v, sa.spec.Type)
@@ -583,10 +661,17 @@ func (l *loader) checkRequestReferences(r *Request, expr hcl.Expression) hcl.Dia
 		if len(t) < 2 {
 			continue // the whole object, as in jsonencode(vu)
 		}
-		if name := stepName(t[1]); !slices.Contains(valid, name) {
+		name := stepName(t[1])
+		if !slices.Contains(valid, name) {
 			diags = append(diags, errorDiag(t.SourceRange(), "Unsupported attribute",
 				"%s has no attribute %q.%s It has %s.",
 				t.RootName(), name, didYouMean(name, valid), quoteList(valid)))
+			continue
+		}
+		if t.RootName() == rootVU && name == vuVars && len(t) > 2 {
+			if d := r.vars.check(t); d != nil {
+				diags = append(diags, d)
+			}
 		}
 	}
 	return diags
@@ -646,6 +731,16 @@ func isDynamic(expr hcl.Expression) bool {
 	return impure
 }
 
+// readsVars reports whether expr reads vu.vars, or the whole vu.
+func readsVars(expr hcl.Expression) bool {
+	for _, t := range expr.Variables() {
+		if t.RootName() == rootVU && (len(t) < 2 || stepName(t[1]) == vuVars) {
+			return true
+		}
+	}
+	return false
+}
+
 // usesRoot reports whether expr refers to the variable root.
 func usesRoot(expr hcl.Expression, root string) bool {
 	for _, t := range expr.Variables() {
@@ -684,10 +779,17 @@ func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 	ctx := r.base.NewChild()
 	ctx.Variables = map[string]cty.Value{rootScenario: scenario}
 	if r.usesVU {
-		ctx.Variables[rootVU] = cty.ObjectVal(map[string]cty.Value{
+		vu := map[string]cty.Value{
 			"id":        cty.NumberUIntVal(it.VU),
 			"iteration": cty.NumberUIntVal(it.Iteration),
-		})
+		}
+		if r.usesVars {
+			vu[vuVars] = cty.EmptyObjectVal
+			if len(it.Vars) > 0 {
+				vu[vuVars] = cty.ObjectVal(it.Vars)
+			}
+		}
+		ctx.Variables[rootVU] = cty.ObjectVal(vu)
 	}
 	var diags hcl.Diagnostics
 	if len(r.feeders) > 0 {

@@ -88,7 +88,11 @@ var scenarioSchema = func() *hcl.BodySchema {
 			{Name: "graceful_stop"},
 			{Name: "target"},
 		},
-		Blocks: []hcl.BlockHeaderSchema{{Type: blockRequest, LabelNames: []string{"name"}}},
+		Blocks: []hcl.BlockHeaderSchema{
+			{Type: blockRequest, LabelNames: []string{"name"}},
+			{Type: blockSetup},
+			{Type: blockFlow, LabelNames: []string{"name"}},
+		},
 	}
 	for _, name := range executorOnlyAttributes {
 		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: name})
@@ -169,19 +173,21 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 		}
 	}
 
-	diags = append(diags, l.decodeRequests(s, content.Blocks, def)...)
-	for _, r := range s.Requests {
-		s.Mix = append(s.Mix, &Flow{Name: r.Name, Weight: r.Weight, Steps: []*Request{r}, Single: true, DeclRange: r.DeclRange})
-	}
+	d, runnable := l.decodeSteps(s, content.Blocks, def)
+	diags = append(diags, d...)
 	if cycle := WeightCycle(s.Mix); cycle > MaxWeightCycle {
 		diags = append(diags, errorDiag(b.DefRange, "Weights too fine-grained",
-			"The weights of scenario %q repeat only every %d requests once reduced by their common divisor; "+
+			"The weights of scenario %q (of its flows and bare requests) repeat only every %d iterations once reduced by their common divisor; "+
 				"hload holds the mix exactly over each cycle and allows at most %d. Use smaller weights with the same ratios, such as percentages.",
 			s.Name, cycle, MaxWeightCycle))
 	}
-	if len(content.Blocks) == 0 {
+	if !runnable {
+		what := "has no request or flow block, so it would send nothing"
+		if s.Setup != nil {
+			what = "has no request or flow block besides its setup, so its iterations would send nothing"
+		}
 		diags = append(diags, errorDiag(b.DefRange, "Scenario without requests",
-			`Scenario %q has no request block, so it would send nothing. Add one, such as request "home" { path = "/" }.`, s.Name))
+			`Scenario %q %s. Add one, such as request "home" { path = "/" }, or flow "order" { ... } with its steps in order.`, s.Name, what))
 	}
 	return s, diags
 }

@@ -222,11 +222,11 @@ func (Iterations) Name() string { return "iterations" }
 // Request is a request block. Attributes that use no per-iteration value
 // were evaluated at load; the rest are evaluated by Value per iteration.
 type Request struct {
-	Name      string
-	Target    string // resolved: never empty after Load
-	Protocol  string // the target's protocol
-	Weight    int    // positive
-	Checks    []Check
+	Name     string
+	Target   string // resolved: never empty after Load
+	Protocol string // the target's protocol
+	Weight   int    // positive; 1 for a step of a setup or a flow, which has none
+	Checks   []Check
 	// Captures are the capture block's values, taken from a successful
 	// response into the VU's vu.vars, in file order.
 	Captures []Capture
@@ -244,6 +244,8 @@ type Request struct {
 	scenario    string        // the scenario's name
 	scenarioVal cty.Value     // scenario = { name } for Value, built once
 	usesVU      bool          // a dynamic attribute uses vu; Value skips building it otherwise
+	usesVars    bool          // a dynamic attribute reads vu.vars; Value skips building it otherwise
+	vars        *varScope     // while loading: what vu.vars may hold here
 	feeders     []*Feeder     // the data blocks the dynamic attributes use
 	extra       requestExtras // let and delivery; see request.go
 }
