@@ -30,8 +30,12 @@ func (sc *scenarioRun) runArrivals(a arrivals, preAllocated, maxVUs int, maxWait
 	preAllocated = max(1, seg.Scale(preAllocated))
 	maxVUs = max(preAllocated, seg.Scale(maxVUs))
 	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait, idle: make(chan *vu, maxVUs)}
-	for range preAllocated {
-		p.idle <- p.spawn()
+	if sc.setup != nil {
+		p.setUp(preAllocated)
+	} else {
+		for range preAllocated {
+			p.idle <- p.spawn(nil)
+		}
 	}
 
 	timer := time.NewTimer(time.Hour)
@@ -75,15 +79,37 @@ pace:
 	p.close()
 }
 
-// spawn starts a new VU goroutine. The caller holds mu or is the pacer
-// before any VU runs.
-func (p *pool) spawn() *vu {
+// spawn starts a new VU goroutine; tried is for a pre-allocated VU that
+// runs its setup before the pacer starts, or nil. The caller holds mu or
+// is the pacer before any VU runs.
+func (p *pool) spawn(tried func()) *vu {
 	v := p.sc.acquire()
 	v.jobs = make(chan time.Time, 1)
 	p.all = append(p.all, v)
-	p.wg.Add(1)
-	go p.run(v)
+	p.wg.Go(func() { p.run(v, tried) })
 	return v
+}
+
+// setUp starts n VUs that each run the scenario's setup at once, and
+// returns when every one has tried it, or the scenario ends: so the
+// pacer's first iterations find VUs ready instead of waiting for a login.
+// A VU whose setup succeeded is idle by then; one whose setup failed tries
+// again after a backoff, and goes idle when it succeeds.
+func (p *pool) setUp(n int) {
+	var tried sync.WaitGroup
+	tried.Add(n)
+	for range n {
+		p.spawn(tried.Done)
+	}
+	done := make(chan struct{})
+	go func() {
+		tried.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-p.sc.ending:
+	}
 }
 
 // dispatch hands a planned iteration to an idle VU, a new VU, the backlog,
@@ -105,7 +131,7 @@ func (p *pool) dispatch(planned time.Time) {
 	default:
 		switch {
 		case len(p.all) < p.maxVUs:
-			p.spawn().jobs <- planned
+			p.spawn(nil).jobs <- planned
 		case p.maxWait > 0:
 			p.backlog = append(p.backlog, planned)
 		default:
@@ -115,21 +141,54 @@ func (p *pool) dispatch(planned time.Time) {
 }
 
 // run is a VU of the pool: it runs the iterations handed to it, then
-// takes waiting ones from the backlog before going idle.
-func (p *pool) run(v *vu) {
-	defer p.wg.Done()
+// takes waiting ones from the backlog before going idle. Before its first
+// iteration it runs the scenario's setup: a pre-allocated VU at once,
+// calling tried after its first try; a VU spawned for an iteration with
+// that iteration waiting, which is then late, or dropped when the setup
+// fails. A VU whose setup failed tries again after a backoff, and goes
+// idle when it succeeds.
+func (p *pool) run(v *vu, tried func()) {
+	if tried != nil {
+		done, ranOut := v.setUp()
+		tried()
+		if !done && (ranOut || !v.retrySetup(nil)) {
+			return
+		}
+		if planned, waiting := p.next(v); waiting && !p.runFrom(v, planned) {
+			return
+		}
+	}
 	for planned := range v.jobs {
-		for {
-			p.sc.vus.Add(1)
-			ok := v.runIteration(p.sc.callCtx, planned)
-			p.sc.vus.Add(-1)
-			if !ok {
+		if done, ranOut := v.setUp(); !done {
+			p.sc.dropped.Add(1)
+			if ranOut || !v.retrySetup(nil) {
 				return
 			}
 			var waiting bool
 			if planned, waiting = p.next(v); !waiting {
-				break
+				continue
 			}
+		}
+		if !p.runFrom(v, planned) {
+			return
+		}
+	}
+}
+
+// runFrom runs the iteration planned, then the backlog's waiting ones,
+// and puts v back in the idle set. It returns false when a unique data
+// feeder ran out: the VU then ends.
+func (p *pool) runFrom(v *vu, planned time.Time) bool {
+	for {
+		p.sc.vus.Add(1)
+		ok := v.runIteration(p.sc.callCtx, planned)
+		p.sc.vus.Add(-1)
+		if !ok {
+			return false
+		}
+		var waiting bool
+		if planned, waiting = p.next(v); !waiting {
+			return true
 		}
 	}
 }

@@ -18,9 +18,14 @@ type scenarioRun struct {
 	run       *runState
 	cfg       *config.Scenario
 	name      string
-	requests  []request
-	picker    *picker
+	requests  []request // every request of the scenario; flows point into it
+	mix       []flow    // what an iteration picks from, by weight
+	picker    *picker   // indexes into mix
+	setup     *flow     // run once per VU before its first iteration; nil if none
 	thinkTime config.ThinkTime
+	// setupBackoff is the first wait before a failed setup is tried
+	// again; it doubles up to maxSetupBackoff.
+	setupBackoff time.Duration
 
 	open       bool // an arrival-rate executor: the open model
 	iterations atomic.Int64
@@ -49,29 +54,33 @@ type scenarioRun struct {
 }
 
 // newScenarioRun binds a scenario's requests to their clients, series and
-// feeders. planned is the plan's iteration count, or -1.
+// feeders, and its flows to their requests. planned is the plan's
+// iteration count, or -1.
 func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 	sc := &scenarioRun{
-		run:       r.state,
-		cfg:       s,
-		name:      s.Name,
-		thinkTime: s.ThinkTime,
-		ending:    make(chan struct{}),
-		planned:   planned,
-		open:      model(s.Executor) == "open",
+		run:          r.state,
+		cfg:          s,
+		name:         s.Name,
+		thinkTime:    s.ThinkTime,
+		ending:       make(chan struct{}),
+		planned:      planned,
+		open:         model(s.Executor) == "open",
+		setupBackoff: setupBackoff,
 	}
 	sc.callCtx, sc.cancelCall = context.WithCancel(r.runCtx)
 	// One cursor per feeder per scenario: sequential feeders walk their
 	// rows per scenario, unique ones share the feeder's count.
 	cursors := map[*config.Feeder]*feederCursor{}
-	weights := make([]int, len(s.Requests))
+	sc.requests = make([]request, len(s.Requests))
+	byConfig := make(map[*config.Request]*request, len(s.Requests))
 	for j, rq := range s.Requests {
-		weights[j] = rq.Weight
-		req := request{
-			cfg:      rq,
-			client:   r.clients[rq.Target],
-			series:   r.agg.Series(s.Name, rq.Name),
-			keepBody: needsBody(rq.Checks),
+		req := &sc.requests[j]
+		*req = request{
+			cfg:         rq,
+			client:      r.clients[rq.Target],
+			series:      r.agg.Series(s.Name, rq.Name),
+			keepBody:    needsBody(rq.Checks) || rq.NeedsBody(),
+			keepHeaders: rq.NeedsHeaders(),
 		}
 		for _, f := range rq.Feeders() {
 			fc := cursors[f]
@@ -81,7 +90,17 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 			}
 			req.feeders = append(req.feeders, fc)
 		}
-		sc.requests = append(sc.requests, req)
+		byConfig[rq] = req
+	}
+	weights := make([]int, len(s.Mix))
+	sc.mix = make([]flow, len(s.Mix))
+	for j, f := range s.Mix {
+		weights[j] = f.Weight
+		sc.mix[j] = bindFlow(r, s.Name, f, byConfig)
+	}
+	if s.Setup != nil {
+		setup := bindFlow(r, s.Name, s.Setup, byConfig)
+		sc.setup = &setup
 	}
 	sc.picker = newPicker(weights)
 	return sc
@@ -125,9 +144,12 @@ func (sc *scenarioRun) release(v *vu) {
 	sc.poolMu.Unlock()
 }
 
-// loop runs iterations on v until stop closes, the scenario ends, or limit
-// iterations are done (0: no limit).
+// loop runs v's setup unless it is done, then iterations until stop
+// closes, the scenario ends, or limit iterations are done (0: no limit).
 func (sc *scenarioRun) loop(v *vu, stop <-chan struct{}, limit int) {
+	if !v.ready(stop) {
+		return
+	}
 	for n := 0; limit == 0 || n < limit; n++ {
 		if v.stopped(stop) {
 			return

@@ -18,11 +18,14 @@ import (
 
 // request is a request block bound to what it runs on.
 type request struct {
-	cfg      *config.Request
-	client   protocols.Client
-	series   *metrics.Series
-	keepBody bool
-	feeders  []*feederCursor
+	cfg    *config.Request
+	client protocols.Client
+	series *metrics.Series
+	// keepBody and keepHeaders ask the protocol for what the checks and
+	// captures read, and nothing more.
+	keepBody    bool
+	keepHeaders bool
+	feeders     []*feederCursor
 }
 
 // feederCursor is a data feeder with the scenario's cursor over it.
@@ -33,7 +36,8 @@ type feederCursor struct {
 }
 
 // vu is one virtual user. Its state survives a ramp-down and a later
-// ramp-up, so ids stay dense and a protocol's per-VU connections are reused.
+// ramp-up, so ids stay dense, a protocol's per-VU connections are reused,
+// and its setup and captured values stay done.
 type vu struct {
 	id        uint64
 	iteration uint64
@@ -47,8 +51,13 @@ type vu struct {
 	timer *time.Timer
 	// data is reused across iterations for the feeders' rows.
 	data map[string]cty.Value
+	// vars are the values the VU captured, vu.vars in expressions; nil
+	// until a capture sets one.
+	vars map[string]cty.Value
+	// setupDone is set once the scenario's setup succeeded for this VU.
+	setupDone bool
 	// lateness is how late the current iteration started against its
-	// planned start, in the open model.
+	// planned start, in the open model; zero for a flow's later steps.
 	lateness time.Duration
 	// jobs carries planned starts from the open model's pacer.
 	jobs chan time.Time
@@ -61,6 +70,9 @@ type vu struct {
 	// delivered is whether the current call's request sample reports a
 	// success, so that its delivery id is expected by subscribers.
 	delivered bool
+	// failed is the error kind of the current call's request sample,
+	// after its captures: what the step's flow goes by.
+	failed protocols.ErrorKind
 	// calling is the request whose call is in flight, or nil; read by
 	// another goroutine only to name calls that ignore cancellation.
 	calling atomic.Pointer[request]
@@ -72,28 +84,31 @@ func newVU(id uint64, sc *scenarioRun) *vu {
 	return v
 }
 
-// runIteration picks one request by weight, takes its data rows,
-// evaluates it and executes it. planned is when the open model's pacer
-// planned the iteration; the zero time means now (the closed model). ctx
-// ends when in-flight calls must be cancelled. It returns false, sending
-// nothing, when a unique data feeder has run out: the scenario then ends.
+// runIteration picks one flow of the mix by weight (a bare request is a
+// flow of one step), takes its data rows and runs it. planned is when the
+// open model's pacer planned the iteration; the zero time means now (the
+// closed model). ctx ends when in-flight calls must be cancelled. It
+// returns false, sending nothing, when a unique data feeder has run out:
+// the scenario then ends.
 func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 	sc := v.sc
-	req := &sc.requests[sc.picker.next()]
+	if _, ok := v.runFlow(ctx, &sc.mix[sc.picker.next()], planned); !ok {
+		return false
+	}
+	v.iteration++
+	sc.iterations.Add(1)
+	return true
+}
+
+// runStep evaluates one request and executes it, and returns when it was
+// sent. v.failed is then its outcome. planned is the open model's planned
+// start for a flow's first step, or zero.
+func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.Time {
+	sc := v.sc
 	v.current = req
-	it := config.Iteration{VU: v.id, Iteration: v.iteration, Scenario: sc.name}
+	v.failed = protocols.ErrNone
+	it := config.Iteration{VU: v.id, Iteration: v.iteration, Scenario: sc.name, Vars: v.vars}
 	if len(req.feeders) > 0 {
-		if v.data == nil {
-			v.data = make(map[string]cty.Value, len(req.feeders))
-		}
-		for _, f := range req.feeders {
-			row, ok := f.cursor.Next()
-			if !ok {
-				sc.noteRanOut(f)
-				return false
-			}
-			v.data[f.name] = f.feeder.Row(row)
-		}
 		it.Data = v.data
 	}
 	value, send, diags := req.cfg.Eval(it)
@@ -111,32 +126,31 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 		// It is counted as an error of its own kind rather than dropped,
 		// and its message reaches the summary with the other kinds'.
 		v.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: start, Error: errEval, Message: diags.Error()})
-	} else {
-		if planned.IsZero() {
-			planned = start
-		}
-		ctx = v.context(ctx)
-		var sent delivery.Pending
-		if send.Set && v.ledger != nil {
-			// Begin before the call: a subscriber may receive the event
-			// before the sender sees its response.
-			sent = v.ledger.Begin(send.Key, send.ID)
-		}
-		v.delivered = false
-		v.calling.Store(req)
-		req.client.Do(ctx, protocols.Call{
-			VU:        v.id,
-			Iteration: v.iteration,
-			Planned:   planned,
-			Request:   value,
-			KeepBody:  req.keepBody,
-		}, v.emitFn)
-		v.calling.Store(nil)
-		sent.Done(v.delivered)
+		return start
 	}
-	v.iteration++
-	sc.iterations.Add(1)
-	return true
+	if planned.IsZero() {
+		planned = start
+	}
+	ctx = v.context(ctx)
+	var sent delivery.Pending
+	if send.Set && v.ledger != nil {
+		// Begin before the call: a subscriber may receive the event
+		// before the sender sees its response.
+		sent = v.ledger.Begin(send.Key, send.ID)
+	}
+	v.delivered = false
+	v.calling.Store(req)
+	req.client.Do(ctx, protocols.Call{
+		VU:          v.id,
+		Iteration:   v.iteration,
+		Planned:     planned,
+		Request:     value,
+		KeepBody:    req.keepBody,
+		KeepHeaders: req.keepHeaders,
+	}, v.emitFn)
+	v.calling.Store(nil)
+	sent.Done(v.delivered)
+	return start
 }
 
 // context returns the context of the VU's calls: the scenario's call
@@ -161,19 +175,29 @@ func (v *vu) emit(s protocols.Sample) {
 		return // the run ended without this call; its summary is out
 	}
 	req := v.current
-	if s.Metric == protocols.MetricRequest && v.sc.open {
+	if s.Metric != protocols.MetricRequest {
+		req.series.Record(s)
+		return
+	}
+	// The protocol says whether a call delivered: a refusal by the server
+	// (HTTP 4xx and 5xx) is an error kind of its own. A capture that
+	// finds nothing does not undo a delivery.
+	v.delivered = s.Error == protocols.ErrNone
+	if s.Error == protocols.ErrNone && len(req.cfg.Captures) > 0 {
+		// Before the sample is recorded, so that the request counts the
+		// failed capture among its errors.
+		if msg := v.captureAll(req, &s); msg != "" {
+			s.Error, s.Message = errCapture, msg
+		}
+	}
+	v.failed = s.Error
+	if v.sc.open {
 		// The protocol timed the service from the actual send; keep that
 		// as service_time and report the response time from the plan.
 		req.series.Record(protocols.Sample{Metric: metrics.MetricServiceTime, Time: s.Time, Value: s.Value})
 		s.Value += v.lateness
 	}
 	req.series.Record(s)
-	if s.Metric != protocols.MetricRequest {
-		return
-	}
-	// The protocol says whether a call delivered: a refusal by the server
-	// (HTTP 4xx and 5xx) is an error kind of its own.
-	v.delivered = s.Error == protocols.ErrNone
 	// Checks look at a response: one with a status is checked even when
 	// the protocol counts it as failed (an HTTP 500), so that a status
 	// check still fails on it; a call without a response is not checked.
@@ -218,27 +242,50 @@ func checkPasses(c *config.Check, s protocols.Sample) bool {
 // VU was told to stop or the scenario is ending, so a VU in think time ends
 // at once instead of holding up the end of the run.
 func (v *vu) think(stop <-chan struct{}) bool {
-	tt := v.sc.thinkTime
-	d := tt.Min
-	if tt.Max > tt.Min {
-		d += rand.N(tt.Max - tt.Min + 1)
-	}
+	d := draw(v.sc.thinkTime)
 	if d <= 0 {
 		return !v.stopped(stop)
 	}
+	return v.wait(d, stop, v.sc.ending, nil)
+}
+
+// pause is the think time between two steps of a flow. Unlike think, it
+// ends early only when calls are cancelled (ctx): a flow that started
+// finishes during the graceful stop. It returns false when cancelled.
+func (v *vu) pause(ctx context.Context, tt config.ThinkTime) bool {
+	d := draw(tt)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	return v.wait(d, nil, nil, ctx.Done())
+}
+
+// wait sleeps for d on the VU's timer, and returns false when one of the
+// channels closes first; a nil channel never does.
+func (v *vu) wait(d time.Duration, a, b, c <-chan struct{}) bool {
 	if v.timer == nil {
 		v.timer = time.NewTimer(d)
 	} else {
 		v.timer.Reset(d)
 	}
 	select {
-	case <-stop:
-	case <-v.sc.ending:
+	case <-a:
+	case <-b:
+	case <-c:
 	case <-v.timer.C:
 		return true
 	}
 	v.timer.Stop()
 	return false
+}
+
+// draw returns a think time: fixed, or uniform in [Min, Max].
+func draw(tt config.ThinkTime) time.Duration {
+	d := tt.Min
+	if tt.Max > tt.Min {
+		d += rand.N(tt.Max - tt.Min + 1)
+	}
+	return d
 }
 
 // stopped reports whether the VU must not start another iteration.
