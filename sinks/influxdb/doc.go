@@ -49,8 +49,9 @@
 // Every point has the tags run_id, test (the test file's name without
 // extension), instance (the "instance" attribute or the hostname),
 // segment (under --segment), and the static "tags". Per-(scenario,
-// request) points add the tags scenario and request. Timestamps are the
-// end of the interval, in nanoseconds.
+// request) points add the tags scenario and request; per-(scenario, flow)
+// points add the tags scenario and flow, where a scenario's setup is the
+// flow "setup". Timestamps are the end of the interval, in nanoseconds.
 //
 //	hload_requests  per interval, per (scenario, request):
 //	                count, errors, checks_passed, checks_failed, bytes_sent,
@@ -70,10 +71,23 @@
 //	hload_scenarios per interval, per scenario: active_vus, dropped_iterations
 //	hload_gauges    per interval when a protocol reports levels: one integer
 //	                field per gauge, such as sse_open_streams
+//	hload_flows     per interval, per (scenario, flow), when the test has
+//	                flows or a setup: count (flows that ended), completed,
+//	                failed (integers); failure_rate (failed / count), rate
+//	                (flows ended per second), duration_min_ms,
+//	                duration_mean_ms, duration_p50_ms, duration_p90_ms,
+//	                duration_p95_ms, duration_p99_ms, duration_max_ms
+//	                (floats; flow_duration of the completed flows, only when
+//	                completed > 0)
+//	hload_flow_failures per interval, per (scenario, flow, kind): count of
+//	                the flows failed by a step of that error kind (capture,
+//	                http_5xx, interrupted, ...)
 //	hload_totals    at the end, per (scenario, request): the summary's
 //	                figures, fields as in hload_requests
 //	hload_metric_totals at the end, per (scenario, request, metric): the
 //	                summary's protocol metrics, fields as in hload_metrics
+//	hload_flow_totals at the end, per (scenario, flow): the summary's flow
+//	                figures, fields as in hload_flows
 //	hload_runs      at the start (fields version, files) and at the end
 //	                (passed, interrupted, duration_s)
 //	hload_raw       with raw = true, per call, tags as hload_requests plus

@@ -253,6 +253,17 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		s.push(l.end(t))
 	}
 
+	for i := range snap.Flows {
+		f := &snap.Flows[i]
+		s.flowPoint(l, "hload_flows", f.Scenario, f.Flow, &f.FlowFigures, t)
+		for _, kind := range slices.Sorted(maps.Keys(f.FailedByKind)) {
+			s.flow(l, "hload_flow_failures", f.Scenario, f.Flow)
+			l.tag("kind", kind)
+			l.int("count", f.FailedByKind[kind])
+			s.push(l.end(t))
+		}
+	}
+
 	if len(snap.Gauges) > 0 {
 		l.start("hload_gauges", s.common)
 		for _, name := range slices.Sorted(maps.Keys(snap.Gauges)) {
@@ -299,6 +310,37 @@ func latencyFields(l *line, lf *metrics.LatencyFigures) {
 	l.float("latency_p99_ms", lf.P99)
 	l.float("latency_p999_ms", lf.P999)
 	l.float("latency_max_ms", lf.Max)
+}
+
+// flowPoint writes a flow's figures, of an interval or of the run, in
+// measurement m.
+func (s *Sink) flowPoint(l *line, m, scenario, flow string, f *metrics.FlowFigures, t time.Time) {
+	s.flow(l, m, scenario, flow)
+	l.int("count", f.Count)
+	l.int("completed", f.Completed)
+	l.int("failed", f.Failed)
+	l.float("failure_rate", f.FailureRate)
+	l.float("rate", f.Rate)
+	if f.Completed > 0 {
+		// Durations are of completed flows only; without one, a 0 would
+		// pull the dashboard's means down.
+		d := &f.Duration
+		l.float("duration_min_ms", d.Min)
+		l.float("duration_mean_ms", d.Mean)
+		l.float("duration_p50_ms", d.P50)
+		l.float("duration_p90_ms", d.P90)
+		l.float("duration_p95_ms", d.P95)
+		l.float("duration_p99_ms", d.P99)
+		l.float("duration_max_ms", d.Max)
+	}
+	s.push(l.end(t))
+}
+
+// flow starts a point of measurement m for one (scenario, flow).
+func (s *Sink) flow(l *line, m, scenario, flow string) {
+	l.start(m, s.common)
+	l.tag("flow", flow)
+	l.tag("scenario", scenario)
 }
 
 // metricPoints writes one point per protocol metric, such as
@@ -431,8 +473,8 @@ func (s *Sink) Close(sum metrics.Summary) error {
 	return s.closeErr
 }
 
-// writeTotals queues the run's totals per (scenario, request) and per
-// protocol metric, for the dashboard's tables, and a closing hload_runs
+// writeTotals queues the run's totals per (scenario, request), per
+// protocol metric and per flow, for the dashboard's tables, and a closing hload_runs
 // point.
 func (s *Sink) writeTotals(sum metrics.Summary) {
 	t := sum.Ended
@@ -448,6 +490,11 @@ func (s *Sink) writeTotals(sum metrics.Summary) {
 			requestFields(l, f)
 			s.push(l.end(t))
 			s.metricPoints(l, "hload_metric_totals", sc, rq, f.Metrics, t)
+		}
+		for _, fl := range slices.Sorted(maps.Keys(ss.Flows)) {
+			if f := ss.Flows[fl]; f != nil {
+				s.flowPoint(l, "hload_flow_totals", sc, fl, f, t)
+			}
 		}
 	}
 	l.start("hload_runs", s.common)

@@ -459,3 +459,87 @@ func TestRawPointsFromManyGoroutines(t *testing.T) {
 		t.Errorf("no warning about the volume:\n%s", log.String())
 	}
 }
+
+// flowSnapshot is snapshot(i) with a setup and a flow "order" in
+// scenario s, one of whose runs failed on a capture.
+func flowSnapshot(i int) metrics.Snapshot {
+	snap := snapshot(i)
+	snap.Flows = []metrics.FlowSeriesFigures{
+		{Scenario: "s", Flow: "order", FlowFigures: metrics.FlowFigures{
+			Count: 4, Completed: 3, Failed: 1, FailureRate: 0.25, Rate: 4,
+			Duration:     metrics.LatencyFigures{Min: 50, Mean: 61.5, P50: 60, P90: 70, P95: 72.5, P99: 74, Max: 75},
+			FailedByKind: map[string]int64{"capture": 1},
+		}},
+		// Every setup failed: no duration.
+		{Scenario: "s", Flow: "setup", FlowFigures: metrics.FlowFigures{
+			Count: 2, Failed: 2, FailureRate: 1, Rate: 2,
+			FailedByKind: map[string]int64{"http_5xx": 1, "timeout": 1},
+		}},
+	}
+	return snap
+}
+
+// TestFlowPoints: a snapshot's flows become hload_flows points, their
+// failures by kind hload_flow_failures points, and the summary's flows
+// hload_flow_totals points, with the figures given; a test without flows
+// writes none of them, and the same points as before.
+func TestFlowPoints(t *testing.T) {
+	points := func(t *testing.T, snap metrics.Snapshot, sum metrics.Summary) []string {
+		f := newFakeInflux(t)
+		s := sinkFor(t, f.URL, nil, io.Discard)
+		if err := s.Start(context.Background(), metrics.RunInfo{RunID: "r1", Started: time.Unix(1_700_000_000, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(sum); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return append([]string(nil), f.lines...)
+	}
+	sum := metrics.Summary{Ended: time.Unix(1_700_000_009, 0), Scenarios: map[string]*metrics.ScenarioSummary{
+		"s": {Requests: map[string]*metrics.RequestFigures{"r": {Count: 10}}, Flows: map[string]*metrics.FlowFigures{
+			"order": {Count: 40, Completed: 38, Failed: 2, FailureRate: 0.05, Rate: 4.5,
+				Duration:     metrics.LatencyFigures{Min: 40, Mean: 60.25, P50: 59, P90: 70, P95: 80, P99: 90, Max: 99},
+				FailedByKind: map[string]int64{"capture": 2}},
+		}},
+	}}
+
+	got := points(t, flowSnapshot(1), sum)
+	const tags = ",instance=test-host,run_id=r1,test=unit,flow="
+	want := []string{
+		"hload_flows" + tags + "order,scenario=s count=4i,completed=3i,failed=1i,failure_rate=0.25,rate=4," +
+			"duration_min_ms=50,duration_mean_ms=61.5,duration_p50_ms=60,duration_p90_ms=70,duration_p95_ms=72.5,duration_p99_ms=74,duration_max_ms=75 1700000001000000000",
+		"hload_flow_failures" + tags + "order,scenario=s,kind=capture count=1i 1700000001000000000",
+		"hload_flows" + tags + "setup,scenario=s count=2i,completed=0i,failed=2i,failure_rate=1,rate=2 1700000001000000000",
+		"hload_flow_failures" + tags + "setup,scenario=s,kind=http_5xx count=1i 1700000001000000000",
+		"hload_flow_failures" + tags + "setup,scenario=s,kind=timeout count=1i 1700000001000000000",
+		"hload_flow_totals" + tags + "order,scenario=s count=40i,completed=38i,failed=2i,failure_rate=0.05,rate=4.5," +
+			"duration_min_ms=40,duration_mean_ms=60.25,duration_p50_ms=59,duration_p90_ms=70,duration_p95_ms=80,duration_p99_ms=90,duration_max_ms=99 1700000009000000000",
+	}
+	var flows []string
+	for _, l := range got {
+		if strings.HasPrefix(l, "hload_flow") {
+			flows = append(flows, l)
+		}
+	}
+	if strings.Join(flows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("flow points:\n%s\nwant:\n%s", strings.Join(flows, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Without flows: the same points, less the flows'.
+	sum.Scenarios["s"].Flows = nil
+	without := points(t, snapshot(1), sum)
+	var rest []string
+	for _, l := range got {
+		if !strings.HasPrefix(l, "hload_flow") {
+			rest = append(rest, l)
+		}
+	}
+	if strings.Join(without, "\n") != strings.Join(rest, "\n") || len(without) != 9 {
+		t.Errorf("without flows:\n%s\nwant the 9 points of old:\n%s", strings.Join(without, "\n"), strings.Join(rest, "\n"))
+	}
+}
