@@ -24,6 +24,7 @@ var thresholdSchema = &hcl.BodySchema{
 		{Name: "metric", Required: true},
 		{Name: "scenario"},
 		{Name: "request"},
+		{Name: "flow"},
 		{Name: "condition", Required: true},
 		{Name: "abort"},
 	},
@@ -35,7 +36,14 @@ const (
 	metricErrors  = "errors"
 	metricRPS     = "rps"
 	metricChecks  = "checks"
+
+	metricFlowDuration = "flow_duration"
+	metricFlowFailures = "flow_failures"
 )
+
+// flowMetrics are the metrics of flows (and setups), which the flow filter
+// applies to.
+var flowMetrics = []string{metricFlowDuration, metricFlowFailures}
 
 // The aggregations other than percentiles.
 const (
@@ -75,7 +83,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		if metricOK && t.Metric == "" {
 			metricOK = false
 			diags = append(diags, errorDiag(attr.Expr.Range(), "Empty metric",
-				"Name the metric the threshold watches: latency, errors, rps, checks or a protocol metric such as ttfb."))
+				"Name the metric the threshold watches: latency, errors, rps, checks, flow_duration, flow_failures or a protocol metric such as ttfb."))
 		}
 	}
 
@@ -104,9 +112,25 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 			}
 		}
 	}
+	flowAttr := attrs["flow"]
+	if attr := flowAttr; attr != nil {
+		t.Flow, _, d = l.stringAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+	}
 	if metricOK && !diags.HasErrors() {
-		// The filters are known, so the requests the threshold watches are.
-		if d := l.checkThresholdMetric(t, scenario); d != nil {
+		// The filters are known, so the requests or flows the threshold
+		// watches are.
+		if slices.Contains(flowMetrics, t.Metric) {
+			if d := l.checkThresholdFlow(t, scenario, attrs); d.HasErrors() {
+				diags = append(diags, d...)
+				metricOK = false
+			}
+		} else if flowAttr != nil {
+			diags = append(diags, errorDiag(flowAttr.NameRange, "flow filter on a request metric",
+				"%s is measured per request; the flow filter applies to the flow metrics, %s. Watch the requests of a flow with request = \"<name>\", or its whole run with metric = %q.",
+				t.Metric, quoteList(flowMetrics), metricFlowDuration))
+			metricOK = false
+		} else if d := l.checkThresholdMetric(t, scenario); d != nil {
 			d.Subject = metricAttr.Expr.Range().Ptr()
 			diags = append(diags, d)
 			metricOK = false
@@ -132,6 +156,45 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		diags = append(diags, d...)
 	}
 	return t, diags
+}
+
+// checkThresholdFlow checks a threshold on a flow metric: it has no
+// request filter, its flow filter names a flow of the scenarios it
+// watches, and those scenarios have a flow or a setup to watch.
+func (l *loader) checkThresholdFlow(t *Threshold, scenario *Scenario, attrs hcl.Attributes) hcl.Diagnostics {
+	if attr := attrs["request"]; attr != nil {
+		return hcl.Diagnostics{errorDiag(attr.NameRange, "request filter on a flow metric",
+			"%s is measured per flow, from its first step to the end of its last, not per request. Filter with flow = \"<name>\" instead, or watch a request with metric = %q.",
+			t.Metric, metricLatency)}
+	}
+	scope := l.test.Scenarios
+	where := "this test"
+	if scenario != nil {
+		scope, where = []*Scenario{scenario}, fmt.Sprintf("scenario %q", scenario.Name)
+	}
+	var flows []string
+	for _, s := range scope {
+		if s.Setup != nil && !slices.Contains(flows, SetupFlow) {
+			flows = append(flows, SetupFlow)
+		}
+		for _, f := range s.Mix {
+			if !f.Single && !slices.Contains(flows, f.Name) {
+				flows = append(flows, f.Name)
+			}
+		}
+	}
+	if len(flows) == 0 {
+		return hcl.Diagnostics{errorDiag(attrs["metric"].Expr.Range(), fmt.Sprintf("No flow records %s", t.Metric),
+			`%s is measured over flow blocks and setups, and %s has neither, so this threshold would never see a sample. A bare request records no flow figures: watch it with metric = %q or %q, or put the steps of a journey in flow "name" { ... }.`,
+			t.Metric, where, metricLatency, metricErrors)}
+	}
+	if t.Flow == "" || slices.Contains(flows, t.Flow) {
+		return nil
+	}
+	attr := attrs["flow"]
+	return hcl.Diagnostics{errorDiag(attr.Expr.Range(), fmt.Sprintf("Unknown flow %q", t.Flow),
+		"No flow of %s is named %q, so this threshold would never see a sample.%s Flows: %s (%q is a scenario's setup).",
+		where, t.Flow, didYouMean(t.Flow, flows), quoteList(flows), SetupFlow)}
 }
 
 // hloadMetrics are the metrics hload computes from every request sample,
@@ -209,7 +272,7 @@ func (l *loader) checkThresholdMetric(t *Threshold, scenario *Scenario) *hcl.Dia
 	}
 	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Unknown metric %q", t.Metric),
 		Detail: fmt.Sprintf("No protocol of this test produces a metric named %q, so this threshold would never see a sample.%s %s",
-			t.Metric, didYouMean(t.Metric, append(known, openModelMetrics...)), watchable)}
+			t.Metric, didYouMean(t.Metric, append(append(known, openModelMetrics...), flowMetrics...)), watchable)}
 }
 
 // distinct returns names without repeats, in their first order.
@@ -399,6 +462,26 @@ func checkCondition(metric string, c Condition, kind valueKind) error {
 			return fmt.Errorf("%s count is a number of requests, not a percentage; use rate for a percentage", metric)
 		case c.Aggregation == aggRate && (c.Value < 0 || c.Value > 1):
 			return fmt.Errorf("%s rate is a fraction between 0 and 1; write 5%% or 0.05", metric)
+		}
+	case metricFlowDuration:
+		switch {
+		case !percentile && !slices.Contains([]string{aggMean, aggStdev, aggMin, aggMax, aggCount}, c.Aggregation):
+			return fmt.Errorf("the flow_duration metric takes a percentile such as p95, or mean, stdev, min, max or count, not %s", c.Aggregation)
+		case c.Aggregation == aggCount && kind != valueNumber:
+			return fmt.Errorf("flow_duration count is the number of completed flows, compared with a number")
+		case c.Aggregation != aggCount && kind == valuePercent:
+			return fmt.Errorf("the flow_duration metric is compared with a duration such as 2s (or a number of milliseconds), not a percentage")
+		}
+	case metricFlowFailures:
+		switch {
+		case c.Aggregation != aggRate && c.Aggregation != aggCount:
+			return fmt.Errorf("the flow_failures metric takes rate (the failed flows' share of the flows that ended, such as rate < 10%%) or count (the failed flows), not %s", c.Aggregation)
+		case kind == valueDuration:
+			return fmt.Errorf("flow_failures %s is compared with a number, not a duration", c.Aggregation)
+		case c.Aggregation == aggCount && kind == valuePercent:
+			return fmt.Errorf("flow_failures count is a number of flows, not a percentage; use rate for a percentage")
+		case c.Aggregation == aggRate && (c.Value < 0 || c.Value > 1):
+			return fmt.Errorf("flow_failures rate is a fraction between 0 and 1; write 10%% or 0.1")
 		}
 	case metricRPS:
 		switch {
