@@ -92,7 +92,7 @@ func (l *loader) decodeCapture(attr *hcl.Attribute) (Capture, hcl.Diagnostics) {
 	call, ok := attr.Expr.(*hclsyntax.FunctionCallExpr)
 	if !ok {
 		return c, hcl.Diagnostics{errorDiag(attr.Expr.Range(), "Invalid capture",
-			"A capture says where in the response its value is, with one of the capture functions: %s, such as %s = json(\"token\").",
+			"A capture says where in the response its value is, with one of the capture functions: %s, such as %s = json(\"id\").",
 			captureForms(), attr.Name)}
 	}
 	i := slices.IndexFunc(captureFunctions, func(f captureFunction) bool {
@@ -123,7 +123,7 @@ func (l *loader) decodeCapture(attr *hcl.Attribute) (Capture, hcl.Diagnostics) {
 			what = "one argument, " + f.arg
 		}
 		return c, hcl.Diagnostics{errorDiag(rng, fmt.Sprintf("Wrong number of arguments to %s()", call.Name),
-			"The capture function %s takes %s, such as %s; got %d.", call.Name, what, f.example, len(call.Args))}
+			"The capture function %s takes %s, such as %s; got %d arguments.", call.Name, what, f.example, len(call.Args))}
 	}
 	if want == 0 {
 		return c, nil

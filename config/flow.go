@@ -299,12 +299,15 @@ func (sc *varScope) check(t hcl.Traversal) *hcl.Diagnostic {
 			hint = didYouMean(name, all)
 		}
 		return errorDiag(t.SourceRange(), fmt.Sprintf("Nothing captures %q", name),
-			"%s reads a value captured from an earlier response, but no capture block of this scenario sets %q.%s %s To read it, %s, such as capture { %s = json(\"%s\") }.",
-			ref, name, hint, readable, fix, name, name)
+			"%s reads a value captured from an earlier response, but no capture block of this scenario sets %q.%s %s To read a new value, %s, such as capture { %s = json(\"...\") }.",
+			ref, name, hint, readable, fix, name)
 	}
 	which := "which does not run before this step"
-	if len(sites) > 1 {
+	switch {
+	case len(sites) > 1:
 		which = "none of which runs before this step"
+	case sites[0] == selfCapture:
+		which = "which sets it only once its response is in"
 	}
 	return errorDiag(t.SourceRange(), fmt.Sprintf("%q is not captured before this step", name),
 		"%s is captured by %s, %s; %s.%s %s",
@@ -317,7 +320,7 @@ func (st *stepDecl) describe(other *stepDecl) string {
 	name := fmt.Sprintf("request %q", other.block.Labels[0])
 	switch {
 	case other == st:
-		return "this request itself, from its own response, after it is sent"
+		return selfCapture
 	case other.group == st.group && other.group.kind == groupFlow:
 		return name + ", a later step of this flow"
 	case other.group == st.group && other.group.kind == groupSetup:
@@ -327,6 +330,9 @@ func (st *stepDecl) describe(other *stepDecl) string {
 	}
 	return name + other.where()
 }
+
+// selfCapture is how describe names the step itself.
+const selfCapture = "this request itself"
 
 // joinAnd joins phrases as "a", "a and b" or "a, b and c".
 func joinAnd(items []string) string {

@@ -192,9 +192,13 @@ func (l *loader) checkThresholdFlow(t *Threshold, scenario *Scenario, attrs hcl.
 		return nil
 	}
 	attr := attrs["flow"]
+	setup := ""
+	if slices.Contains(flows, SetupFlow) {
+		setup = fmt.Sprintf(" (%q is a scenario's setup)", SetupFlow)
+	}
 	return hcl.Diagnostics{errorDiag(attr.Expr.Range(), fmt.Sprintf("Unknown flow %q", t.Flow),
-		"No flow of %s is named %q, so this threshold would never see a sample.%s Flows: %s (%q is a scenario's setup).",
-		where, t.Flow, didYouMean(t.Flow, flows), quoteList(flows), SetupFlow)}
+		"No flow of %s is named %q, so this threshold would never see a sample.%s Flows: %s%s.",
+		where, t.Flow, didYouMean(t.Flow, flows), quoteList(flows), setup)}
 }
 
 // hloadMetrics are the metrics hload computes from every request sample,

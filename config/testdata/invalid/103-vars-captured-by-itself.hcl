@@ -1,0 +1,19 @@
+# A request reads what it captures itself: only after its response.
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "shop" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "10s"
+
+  flow "order" {
+    request "list" {
+      path = "/api/products?after=${vu.vars.cursor}"
+      capture {
+        cursor = json("next")
+      }
+    }
+  }
+}

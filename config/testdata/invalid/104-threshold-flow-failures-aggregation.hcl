@@ -1,0 +1,21 @@
+# flow_failures takes rate or count, not a percentile.
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "shop" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "10s"
+
+  flow "order" {
+    request "list" {
+      path = "/api/products"
+    }
+  }
+}
+
+threshold {
+  metric    = "flow_failures"
+  condition = "p95 < 2s"
+}

@@ -1,0 +1,22 @@
+# latency is per request: the flow filter is for the flow metrics.
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "shop" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "10s"
+
+  flow "order" {
+    request "list" {
+      path = "/api/products"
+    }
+  }
+}
+
+threshold {
+  metric    = "latency"
+  flow      = "order"
+  condition = "p95 < 200ms"
+}

@@ -1,0 +1,23 @@
+# Two flows with the same name.
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "shop" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "10s"
+
+  flow "order" {
+    request "list" {
+      path = "/api/products"
+    }
+  }
+
+  flow "order" {
+    request "buy" {
+      method = "POST"
+      path   = "/api/orders"
+    }
+  }
+}
