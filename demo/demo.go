@@ -48,6 +48,11 @@ type Options struct {
 	// purpose and counts it as failed, to test that a load test's missed
 	// events match the server's own count.
 	NotificationDropEvery int
+
+	// ListOmitEvery is how often GET /api/products leaves its "items" out,
+	// so that a journey's capture fails there: every Nth list response.
+	// Zero means DefaultListOmitEvery; negative never leaves them out.
+	ListOmitEvery int
 }
 
 // Bounds on retained state. A soak test can run for hours with 5 % logins and
@@ -101,6 +106,15 @@ type shop struct {
 //	POST /orders          {"product_id","quantity"} -> 201 and the order
 //	GET  /health          "ok"
 //
+// the journey API, whose bearer token, product list, detail and order a user
+// journey walks in order (see journey.go for the shapes and counts):
+//
+//	POST /api/login          {"user"} -> {"token"}
+//	GET  /api/products       a few products, listed to the bearer token
+//	GET  /api/products/{id}  one product, if listed to the bearer token
+//	POST /api/orders         {"product_id"} with the token and X-User -> 201
+//	GET  /api/journey/stats  the journey API's counts
+//
 // and the notification service of field report 3:
 //
 //	POST /api/notification/send                {"userId", ...} -> the event to the user's subscribers
@@ -111,7 +125,15 @@ type shop struct {
 // An invalid Options.NotificationDelivery is treated as the default; the
 // callers validate it (see ValidDelivery).
 func NewHandler(opts Options) http.Handler {
+	h, _ := newHandler(opts)
+	return h
+}
+
+// newHandler builds the handler and returns its journey API as well, for
+// Server.JourneyStats.
+func newHandler(opts Options) (http.Handler, *journey) {
 	s := newShop(opts)
+	j := newJourney(s.products, s.seed, opts.ListOmitEvery)
 	if !validDelivery(opts.NotificationDelivery) {
 		opts.NotificationDelivery = ""
 	}
@@ -127,7 +149,8 @@ func NewHandler(opts Options) http.Handler {
 	mux.HandleFunc("GET /api/notification/subscribe/{userId}", n.subscribe)
 	mux.HandleFunc("GET /api/notification/stats", n.stats)
 	mux.HandleFunc("PUT /api/notification/delivery", n.setDelivery)
-	return mux
+	j.routes(mux)
+	return mux, j
 }
 
 // ValidDelivery reports whether mode is a notification delivery mode, for

@@ -27,6 +27,7 @@ type Server struct {
 	served   chan struct{} // closed when Serve has returned
 	serveErr error         // set before served is closed
 	stop     func() bool   // unregisters the watch on Start's context
+	journey  *journey
 
 	closeOnce sync.Once
 	closeErr  error
@@ -44,9 +45,11 @@ func Start(ctx context.Context, addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	handler, j := newHandler(opts)
 	s := &Server{
+		journey: j,
 		http: &http.Server{
-			Handler:           NewHandler(opts),
+			Handler:           handler,
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
 			WriteTimeout:      10 * time.Second,
@@ -86,6 +89,13 @@ func dialAddr(a net.Addr) string {
 // with no trailing slash.
 func (s *Server) URL() string {
 	return s.url
+}
+
+// JourneyStats returns the journey API's counts so far, the same figures as
+// GET /api/journey/stats, for tests that check a load test's figures against
+// the server's own.
+func (s *Server) JourneyStats() JourneyStats {
+	return s.journey.snapshot()
 }
 
 // Done returns a channel that is closed once the server has stopped serving,
