@@ -285,7 +285,7 @@ func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalCont
 	}
 	// An object is known even when some of its values read captured
 	// values, which are known only at run time.
-	if !v.IsWhollyKnown() && !(v.IsKnown() && dynamic && readsVars(attr.Expr)) {
+	if !v.IsWhollyKnown() && !(v.IsKnown() && dynamic) {
 		if !v.IsKnown() && readsVars(attr.Expr) {
 			diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid let",
 				"let must be an object of named values, such as let = { token = vu.vars.token }; a captured value on its own is not one."))
@@ -381,7 +381,7 @@ func (l *loader) decodeDelivery(r *Request, attr *hcl.Attribute, sample *hcl.Eva
 		return nil
 	}
 	v, dynamic, diags := l.evalAtLoad(r, attr.Expr, r.base, sample)
-	if diags.HasErrors() || !(v.IsWhollyKnown() || dynamic && readsVars(attr.Expr)) {
+	if diags.HasErrors() || !v.IsWhollyKnown() && !dynamic {
 		return diags
 	}
 	d, err := deliveryFromValue(v)
@@ -605,7 +605,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 		diags = append(diags, d...)
 		// A dynamic value may be unknown until run time, when it reads a
 		// captured value; a static one is unknown only after a mistake.
-		if d.HasErrors() || !(v.IsWhollyKnown() || dynamic && readsVars(attr.Expr)) {
+		if d.HasErrors() || !v.IsWhollyKnown() && !dynamic {
 			continue
 		}
 		v, err := convert.Convert(v, sa.spec.Type)
