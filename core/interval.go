@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 )
 
@@ -101,11 +102,18 @@ type snapshotState struct {
 	previous struct {
 		start  time.Time
 		counts map[seriesName]int64
+		flows  map[seriesName]int64 // flows ended, by (scenario, flow)
 	}
 	// calls and failed count each series' calls so far, to see a request
 	// that fails every time while the run goes on.
 	calls, failed map[seriesName]int64
-	warned        map[string]bool
+	// flowsEnded and flowsFailed count each flow's runs so far (the setup
+	// is the flow "setup"), for the same purpose.
+	flowsEnded, flowsFailed map[seriesName]int64
+	// flowKinds counts each flow's failed runs so far by error kind, to
+	// say why setups fail.
+	flowKinds map[seriesName]map[string]int64
+	warned    map[string]bool
 }
 
 type seriesName struct{ scenario, request string }
@@ -116,6 +124,9 @@ func (s *snapshotState) start(r *run) {
 	s.gaugesMax = map[string]int64{}
 	s.calls = map[seriesName]int64{}
 	s.failed = map[seriesName]int64{}
+	s.flowsEnded = map[seriesName]int64{}
+	s.flowsFailed = map[seriesName]int64{}
+	s.flowKinds = map[seriesName]map[string]int64{}
 	s.warned = map[string]bool{}
 }
 
@@ -129,9 +140,12 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 		Final:     final,
 		Elapsed:   to.Sub(r.info.Started),
 		Series:    r.agg.Flush(from, to),
-		VUs:       make(map[string]int, len(r.scenarios)),
-		Dropped:   make(map[string]int64, len(r.scenarios)),
-		Gauges:    readGauges(r.gaugers),
+		// Over the same interval as the series, so a flow's rate and its
+		// steps' rates read alike.
+		Flows:   r.agg.FlushFlows(from, to),
+		VUs:     make(map[string]int, len(r.scenarios)),
+		Dropped: make(map[string]int64, len(r.scenarios)),
+		Gauges:  readGauges(r.gaugers),
 	}
 	s.last = to
 	if final && to.Sub(from) < r.interval && !s.previous.start.IsZero() {
@@ -167,6 +181,11 @@ func (s *snapshotState) spreadRates(snap *metrics.Snapshot) {
 		n := f.Count + s.previous.counts[seriesName{f.Scenario, f.Request}]
 		f.RPS = float64(n) / seconds
 	}
+	for i := range snap.Flows {
+		f := &snap.Flows[i]
+		n := f.Count + s.previous.flows[seriesName{f.Scenario, f.Flow}]
+		f.Rate = float64(n) / seconds
+	}
 }
 
 // keep remembers the snapshot's counts for the next one.
@@ -179,11 +198,25 @@ func (s *snapshotState) keep(snap *metrics.Snapshot) {
 		s.calls[k] += f.Count
 		s.failed[k] += f.Errors
 	}
+	s.previous.flows = make(map[seriesName]int64, len(snap.Flows))
+	for _, f := range snap.Flows {
+		k := seriesName{f.Scenario, f.Flow}
+		s.previous.flows[k] = f.Count
+		s.flowsEnded[k] += f.Count
+		s.flowsFailed[k] += f.Failed
+		for kind, n := range f.FailedByKind {
+			if s.flowKinds[k] == nil {
+				s.flowKinds[k] = map[string]int64{}
+			}
+			s.flowKinds[k][kind] += n
+		}
+	}
 }
 
 // warnings returns the problems first seen in this snapshot: a data feeder
-// that ran out, a request whose every call so far failed, calls that
-// ignored cancellation. Each is said once.
+// that ran out, a request or a flow whose every call or run so far failed,
+// a VU setup that failed, calls that ignored cancellation. Each is said
+// once.
 func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 	var out []string
 	say := func(key, text string) {
@@ -201,6 +234,19 @@ func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 		if n := s.calls[k]; n > 0 && s.failed[k] == n {
 			say("failed "+f.Scenario+"/"+f.Request, fmt.Sprintf(
 				"scenario %q, request %q: every call so far failed (%d of %d)", f.Scenario, f.Request, n, n))
+		}
+	}
+	for _, f := range snap.Flows {
+		k := seriesName{f.Scenario, f.Flow}
+		n, failed := s.flowsEnded[k], s.flowsFailed[k]
+		switch {
+		case f.Flow == config.SetupFlow && failed > 0:
+			say("setup "+f.Scenario, fmt.Sprintf(
+				"scenario %q: %d of %d VU setup attempts so far failed (%s); a VU whose setup fails retries it after a backoff and runs no iteration meanwhile",
+				f.Scenario, failed, n, kinds(s.flowKinds[k])))
+		case f.Flow != config.SetupFlow && n > 0 && failed == n:
+			say("flow failed "+f.Scenario+"/"+f.Flow, fmt.Sprintf(
+				"scenario %q, flow %q: every run so far failed (%d of %d: %s)", f.Scenario, f.Flow, n, n, kinds(s.flowKinds[k])))
 		}
 	}
 	return out

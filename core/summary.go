@@ -33,6 +33,8 @@ func (r *run) summarise() *metrics.Summary {
 		}
 	}
 	sum.Warnings = append(sum.Warnings, requestWarnings(sum)...)
+	sum.Warnings = append(sum.Warnings, flowWarnings(r.test, sum)...)
+	sum.Warnings = append(sum.Warnings, unjudgedWarnings(r.test, r.agg, r.end.Sub(r.info.Started))...)
 	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)
 	if n, ok := everyCallFailed(sum); ok && !errorsThresholdHeld(sum) {
 		// A run whose every call failed measured nothing but the failure:
@@ -61,6 +63,7 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 		Scenarios:    map[string]*metrics.ScenarioSummary{},
 	}
 	requests := agg.Requests(elapsed)
+	flows := agg.Flows(elapsed)
 	for _, sc := range scenarios {
 		sum.Scenarios[sc.name] = &metrics.ScenarioSummary{
 			Executor:          sc.cfg.Executor.Name(),
@@ -68,6 +71,7 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 			Iterations:        sc.iterations.Load(),
 			DroppedIterations: sc.dropped.Load(),
 			Requests:          requests[sc.name],
+			Flows:             scenarioFlows(sc.cfg, flows[sc.name]),
 		}
 	}
 	_, sum.Metrics = agg.Totals("", "", elapsed)
@@ -78,6 +82,38 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 		sum.Passed = sum.Passed && res.Passed
 	}
 	return sum
+}
+
+// scenarioFlows returns the figures of a scenario's flow blocks and its
+// setup (as "setup"), with zeros for those that never ended, so that the
+// summary names every flow the file declares; nil when it has neither.
+func scenarioFlows(s *config.Scenario, recorded map[string]*metrics.FlowFigures) map[string]*metrics.FlowFigures {
+	var out map[string]*metrics.FlowFigures
+	add := func(name string) {
+		if out == nil {
+			out = map[string]*metrics.FlowFigures{}
+		}
+		if ff := recorded[name]; ff != nil {
+			out[name] = ff
+		} else {
+			out[name] = &metrics.FlowFigures{FailedByKind: map[string]int64{}}
+		}
+	}
+	if s.Setup != nil {
+		add(config.SetupFlow)
+	}
+	for _, f := range s.Mix {
+		if !f.Single {
+			add(f.Name)
+		}
+	}
+	// Whatever else was recorded for the scenario is kept, not dropped.
+	for name := range recorded {
+		if out[name] == nil {
+			add(name)
+		}
+	}
+	return out
 }
 
 // everyCallFailed reports whether the run made calls and all of them
@@ -158,7 +194,67 @@ func describe(th *config.Threshold) string {
 	if th.Request != "" {
 		parts = append(parts, "request="+th.Request)
 	}
+	if th.Flow != "" {
+		parts = append(parts, "flow="+th.Flow)
+	}
 	return strings.Join(parts, " ") + ": " + th.Condition.Text
+}
+
+// flowWarnings says, per scenario, how many VU setup attempts failed and
+// why, and names each flow whose every run failed, with the first reason
+// its steps gave.
+func flowWarnings(test *config.Test, sum *metrics.Summary) []string {
+	var out []string
+	for _, s := range test.Scenarios {
+		sc := sum.Scenarios[s.Name]
+		if sc == nil {
+			continue
+		}
+		if f := sc.Flows[config.SetupFlow]; f != nil && f.Failed > 0 && s.Setup != nil {
+			w := fmt.Sprintf("scenario %q: %d of %d VU setup attempts failed (%s)%s; a VU whose setup failed retried it after a backoff and ran no iteration meanwhile",
+				s.Name, f.Failed, f.Count, kinds(f.FailedByKind), stepMessage(s.Setup, sc))
+			if f.Completed == 0 {
+				w += ", and no VU completed its setup"
+			}
+			out = append(out, w)
+		}
+		for _, fl := range s.Mix {
+			f := sc.Flows[fl.Name]
+			if fl.Single || f == nil || f.Count == 0 || f.Failed != f.Count {
+				continue
+			}
+			out = append(out, fmt.Sprintf("scenario %q, flow %q: every run failed (%d of %d: %s)%s",
+				s.Name, fl.Name, f.Count, f.Count, kinds(f.FailedByKind), stepMessage(fl, sc)))
+		}
+	}
+	return out
+}
+
+// stepMessage returns " at step NAME: " and the first reason kept by the
+// first step of f that failed, or "" when none gave one.
+func stepMessage(f *config.Flow, sc *metrics.ScenarioSummary) string {
+	for _, step := range f.Steps {
+		r := sc.Requests[step.Name]
+		if r == nil || r.Errors == 0 {
+			continue
+		}
+		if m := firstMessage(r, ""); m != "" {
+			return fmt.Sprintf(", first at step %q%s", step.Name, m)
+		}
+	}
+	return ""
+}
+
+// unjudgedWarnings names each threshold that had nothing to judge, and
+// so did not pass.
+func unjudgedWarnings(test *config.Test, agg *metrics.Aggregator, elapsed time.Duration) []string {
+	var out []string
+	for _, th := range test.Thresholds {
+		if why := unjudged(th, agg, elapsed); why != "" {
+			out = append(out, fmt.Sprintf("threshold %q had nothing to judge: %s, so it did not pass", describe(th), why))
+		}
+	}
+	return out
 }
 
 // lateStart is the p99 start lateness above which the open model says that

@@ -1,17 +1,41 @@
 package core
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 )
 
+// The flow metrics a threshold may judge.
+const (
+	// MetricFlowDuration is flow_duration: the duration of the completed
+	// flows; its count is the completed flows.
+	MetricFlowDuration = "flow_duration"
+	// MetricFlowFailures is flow_failures: its rate is the failed flows
+	// over the flows that ended, its count the failed flows.
+	MetricFlowFailures = "flow_failures"
+)
+
 // evaluate computes a threshold's value over the run totals so far and
-// compares it with the condition.
+// compares it with the condition. A flow threshold that has nothing to
+// judge (see unjudged) does not pass.
 func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) metrics.ThresholdResult {
-	req, others := agg.Totals(th.Scenario, th.Request, elapsed)
 	c := th.Condition
+	if th.Metric == MetricFlowDuration || th.Metric == MetricFlowFailures {
+		v, nothing := flowValue(th, agg, elapsed)
+		return metrics.ThresholdResult{
+			Metric:    th.Metric,
+			Scenario:  th.Scenario,
+			Flow:      th.Flow,
+			Condition: c.Text,
+			Value:     v,
+			Passed:    nothing == "" && holds(c.Op, v, c.Value),
+			Abort:     th.Abort,
+		}
+	}
+	req, others := agg.Totals(th.Scenario, th.Request, elapsed)
 	var v float64
 	switch th.Metric {
 	case "latency":
@@ -61,6 +85,62 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 	}
 }
 
+// flowValue computes a flow threshold's value over the flows matching its
+// scenario and flow filters, and says why there is nothing to judge, if
+// so: then the value is 0 and means nothing.
+func flowValue(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) (float64, string) {
+	ff := agg.FlowTotals(th.Scenario, th.Flow, elapsed)
+	c := th.Condition
+	if th.Metric == MetricFlowFailures {
+		if ff.Count == 0 {
+			return 0, "no " + flowWords(th) + " ended"
+		}
+		if c.Aggregation == "count" {
+			return float64(ff.Failed), ""
+		}
+		return ff.FailureRate, ""
+	}
+	switch {
+	case c.Aggregation == "count" && ff.Count > 0:
+		// A count of completed flows is a figure even when it is 0, as
+		// long as some flow ended.
+		return float64(ff.Completed), ""
+	case c.Aggregation == "count":
+		return 0, "no " + flowWords(th) + " ended"
+	case ff.Completed == 0:
+		// The duration of a failed flow is not recorded: with none
+		// completed there is no duration, not a duration of 0.
+		return 0, "no " + flowWords(th) + " completed"
+	}
+	return latencyFigure(ff.Duration, c, func(q float64) float64 {
+		return agg.FlowQuantile(th.Scenario, th.Flow, q)
+	}), ""
+}
+
+// flowWords names the flows a threshold watches, for messages.
+func flowWords(th *config.Threshold) string {
+	s := "flow"
+	if th.Flow != "" {
+		s = fmt.Sprintf("flow %q", th.Flow)
+	}
+	if th.Scenario != "" {
+		s += fmt.Sprintf(" of scenario %q", th.Scenario)
+	}
+	return s
+}
+
+// unjudged says why a threshold had nothing to judge over the run totals
+// so far, or "". Only the flow metrics can have nothing: a flow that
+// never ended (every VU stuck in its setup, say) must not read as a flow
+// that took 0 ms or never failed.
+func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) string {
+	if th.Metric != MetricFlowDuration && th.Metric != MetricFlowFailures {
+		return ""
+	}
+	_, nothing := flowValue(th, agg, elapsed)
+	return nothing
+}
+
 // latencyFigure picks the aggregation out of latency figures, all in ms;
 // a percentile the figures do not carry, such as p75, comes from quantile.
 func latencyFigure(l metrics.LatencyFigures, c config.Condition, quantile func(q float64) float64) float64 {
@@ -108,10 +188,11 @@ func holds(op string, v, limit float64) bool {
 }
 
 // firstAbort returns the first abort threshold that fails on the totals so
-// far, or nil.
+// far, or nil. A threshold with nothing to judge yet does not abort: the
+// flows it watches may simply not have ended yet.
 func firstAbort(ths []*config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) *config.Threshold {
 	for _, th := range ths {
-		if th.Abort && !evaluate(th, agg, elapsed).Passed {
+		if th.Abort && unjudged(th, agg, elapsed) == "" && !evaluate(th, agg, elapsed).Passed {
 			return th
 		}
 	}

@@ -86,3 +86,90 @@ func TestGeneratorWarnings(t *testing.T) {
 		t.Fatalf("warnings %q; want one for scenario late at 12.5 ms", got)
 	}
 }
+
+// TestFlowThresholds judges flow_duration and flow_failures, with their
+// filters, against figures computed here from the recorded runs; and a
+// flow threshold with nothing to judge does not pass.
+func TestFlowThresholds(t *testing.T) {
+	agg := metrics.NewAggregator()
+	// shop/order: 100 completed runs of 1..100 ms, 25 failed.
+	shopOrder := agg.Flow("shop", "order")
+	for i := 1; i <= 100; i++ {
+		shopOrder.RecordFlow(time.Duration(i)*time.Millisecond, protocols.ErrNone)
+	}
+	for range 25 {
+		shopOrder.RecordFlow(time.Millisecond, "capture")
+	}
+	// shop/browse: 10 completed runs of 500 ms.
+	browse := agg.Flow("shop", "browse")
+	for range 10 {
+		browse.RecordFlow(500*time.Millisecond, protocols.ErrNone)
+	}
+	// admin/order: 4 completed runs of 1 s, 4 failed.
+	adminOrder := agg.Flow("admin", "order")
+	for range 4 {
+		adminOrder.RecordFlow(time.Second, protocols.ErrNone)
+		adminOrder.RecordFlow(time.Second, protocols.ErrTimeout)
+	}
+	// admin/broken: 3 runs, all failed.
+	broken := agg.Flow("admin", "broken")
+	for range 3 {
+		broken.RecordFlow(time.Second, "capture")
+	}
+	agg.Flow("admin", "idle") // never ran
+	agg.FlushFlows(time.Unix(0, 0), time.Unix(10, 0))
+
+	cases := []struct {
+		name, metric, scenario, flow string
+		agg                          string
+		percentile                   float64
+		op                           string
+		limit                        float64
+		wantValue, tolerance         float64
+		wantPass                     bool
+		nothing                      string // the reason there is nothing to judge
+	}{
+		{"p95 of one flow", "flow_duration", "shop", "order", "p95", 95, "<", 100, 95, 0.1, true, ""},
+		{"p75 needs the histogram", "flow_duration", "shop", "order", "p75", 75, "<", 70, 75, 0.1, false, ""},
+		{"mean of one flow", "flow_duration", "shop", "order", "mean", 0, "<", 60, 50.5, 0.1, true, ""},
+		{"mean across scenarios", "flow_duration", "", "order", "mean", 0, "<", 80, (5050 + 4000) / 104.0, 0.1, false, ""},
+		{"max across scenarios", "flow_duration", "", "order", "max", 0, "<", 1001, 1000, 1, true, ""},
+		{"min of a scenario", "flow_duration", "shop", "", "min", 0, ">", 0.5, 1, 0.01, true, ""},
+		{"stdev of a constant flow", "flow_duration", "shop", "browse", "stdev", 0, "==", 0, 0, 0, true, ""},
+		{"count is the completed flows", "flow_duration", "shop", "order", "count", 0, "==", 100, 100, 0, true, ""},
+		{"failure rate of one flow", "flow_failures", "shop", "order", "rate", 0, "<", 0.1, 0.2, 1e-9, false, ""},
+		{"failure count of one flow", "flow_failures", "shop", "order", "count", 0, "<=", 25, 25, 0, true, ""},
+		{"failure rate of a scenario", "flow_failures", "admin", "", "rate", 0, "<", 0.6, 7 / 11.0, 1e-9, false, ""},
+		{"failure rate of every flow", "flow_failures", "", "", "rate", 0, "<", 0.3, 32 / 146.0, 1e-9, true, ""},
+		// A flow whose every run failed has a failure rate, a count of
+		// completed flows (0), and no duration.
+		{"every run failed: rate", "flow_failures", "admin", "broken", "rate", 0, "<=", 1, 1, 0, true, ""},
+		{"every run failed: count", "flow_duration", "admin", "broken", "count", 0, "==", 0, 0, 0, true, ""},
+		{"every run failed: no duration", "flow_duration", "admin", "broken", "p95", 95, "<", 1000, 0, 0, false, `no flow "broken" of scenario "admin" completed`},
+		{"never ran: no duration", "flow_duration", "admin", "idle", "max", 0, "<", 1000, 0, 0, false, `no flow "idle" of scenario "admin" completed`},
+		{"never ran: no count", "flow_duration", "", "idle", "count", 0, ">=", 0, 0, 0, false, `no flow "idle" ended`},
+		{"never ran: no failure rate", "flow_failures", "", "idle", "rate", 0, "<", 0.1, 0, 0, false, `no flow "idle" ended`},
+		{"never ran: no failure count", "flow_failures", "", "idle", "count", 0, "==", 0, 0, 0, false, `no flow "idle" ended`},
+		{"unknown flow", "flow_failures", "shop", "gone", "rate", 0, "<", 0.1, 0, 0, false, `no flow "gone" of scenario "shop" ended`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			th := &config.Threshold{Metric: tc.metric, Scenario: tc.scenario, Flow: tc.flow, Condition: config.Condition{
+				Text: tc.name, Aggregation: tc.agg, Percentile: tc.percentile, Op: tc.op, Value: tc.limit,
+			}}
+			res := evaluate(th, agg, 10*time.Second)
+			if d := res.Value - tc.wantValue; d > tc.tolerance || d < -tc.tolerance {
+				t.Errorf("value %v, want %v ± %v", res.Value, tc.wantValue, tc.tolerance)
+			}
+			if res.Passed != tc.wantPass {
+				t.Errorf("passed = %v, want %v (value %v %s %v)", res.Passed, tc.wantPass, res.Value, tc.op, tc.limit)
+			}
+			if res.Flow != tc.flow || res.Scenario != tc.scenario || res.Metric != tc.metric || res.Request != "" {
+				t.Errorf("result names metric %q scenario %q flow %q request %q", res.Metric, res.Scenario, res.Flow, res.Request)
+			}
+			if got := unjudged(th, agg, 10*time.Second); got != tc.nothing {
+				t.Errorf("nothing to judge: %q, want %q", got, tc.nothing)
+			}
+		})
+	}
+}

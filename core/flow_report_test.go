@@ -1,0 +1,326 @@
+package core
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/protocols"
+)
+
+// shopTest is a scenario "shop" with a setup (login), a flow "order"
+// (list, buy), a flow "refund" (refund) and a bare request "home", and a
+// scenario "plain" with a bare request only. It is built by hand, so that
+// the reporting is tested apart from the parser and the VUs.
+func shopTest() *config.Test {
+	req := func(name string) *config.Request { return &config.Request{Name: name, Target: "t", Weight: 1} }
+	login, list, buy, refund, home := req("login"), req("list"), req("buy"), req("refund"), req("home")
+	home.Weight = 3
+	exec := config.ConstantVUs{VUs: 1, Duration: time.Second}
+	return &config.Test{Scenarios: []*config.Scenario{{
+		Name:     "shop",
+		Executor: exec,
+		Requests: []*config.Request{login, list, buy, refund, home},
+		Setup:    &config.Flow{Name: config.SetupFlow, Steps: []*config.Request{login}},
+		Mix: []*config.Flow{
+			{Name: "order", Weight: 1, Steps: []*config.Request{list, buy}},
+			{Name: "refund", Weight: 1, Steps: []*config.Request{refund}},
+			{Name: "home", Weight: 3, Steps: []*config.Request{home}, Single: true},
+		},
+	}, {
+		Name:     "plain",
+		Executor: exec,
+		Requests: []*config.Request{req("r")},
+	}}}
+}
+
+// reportRun is a run with no executor behind it: the test records into its
+// aggregator by hand and writes its snapshots at chosen times.
+func reportRun(test *config.Test, sinks ...Sink) *run {
+	r := &run{
+		test:      test,
+		agg:       metrics.NewAggregator(),
+		interval:  time.Second,
+		info:      metrics.RunInfo{Started: time.Unix(1000, 0)},
+		opts:      Options{Sinks: sinks},
+		cancelRun: func() {},
+	}
+	for _, s := range test.Scenarios {
+		r.scenarios = append(r.scenarios, &scenarioRun{cfg: s, name: s.Name, planned: -1, ending: make(chan struct{})})
+	}
+	r.snapshots.start(r)
+	return r
+}
+
+// at is the time d into a reportRun.
+func (r *run) at(d time.Duration) time.Time { return r.info.Started.Add(d) }
+
+func recordFlows(s *metrics.Series, kind protocols.ErrorKind, ms ...int) {
+	for _, m := range ms {
+		s.RecordFlow(time.Duration(m)*time.Millisecond, kind)
+	}
+}
+
+func near(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want)+1e-9 }
+
+func flowOf(snap metrics.Snapshot, scenario, flow string) *metrics.FlowSeriesFigures {
+	for i := range snap.Flows {
+		if snap.Flows[i].Scenario == scenario && snap.Flows[i].Flow == flow {
+			return &snap.Flows[i]
+		}
+	}
+	return nil
+}
+
+// TestFlowFiguresInSnapshotsAndSummary records known flow runs over three
+// intervals, the last one short, and compares every snapshot's flow
+// figures and the summary's with figures computed here from the same
+// durations.
+func TestFlowFiguresInSnapshotsAndSummary(t *testing.T) {
+	live := &snapshotSink{}
+	r := reportRun(shopTest(), live)
+	order, setup := r.agg.Flow("shop", "order"), r.agg.Flow("shop", config.SetupFlow)
+
+	recordFlows(order, protocols.ErrNone, 10, 20, 30, 40)
+	recordFlows(order, "capture", 5)
+	recordFlows(setup, protocols.ErrNone, 50, 50, 50)
+	recordFlows(setup, "capture", 7, 7)
+	r.snapshots.write(r, r.at(time.Second), false)
+
+	recordFlows(order, protocols.ErrNone, 100)
+	recordFlows(order, protocols.ErrTimeout, 3)
+	r.snapshots.write(r, r.at(2*time.Second), false)
+
+	// The run's last 50 ms: one more flow.
+	recordFlows(order, protocols.ErrNone, 30)
+	r.end = r.at(2050 * time.Millisecond)
+	r.snapshots.write(r, r.end, true)
+
+	if len(live.snaps) != 3 {
+		t.Fatalf("%d snapshots, want 3", len(live.snaps))
+	}
+	type want struct {
+		count, completed, failed int64
+		mean, min, max, rate     float64
+		kinds                    map[string]int64
+	}
+	check := func(where string, f metrics.FlowFigures, w want) {
+		t.Helper()
+		if f.Count != w.count || f.Completed != w.completed || f.Failed != w.failed {
+			t.Errorf("%s: count %d, completed %d, failed %d; want %d, %d, %d", where, f.Count, f.Completed, f.Failed, w.count, w.completed, w.failed)
+		}
+		if w.count > 0 && !near(f.FailureRate, float64(w.failed)/float64(w.count), 1e-9) {
+			t.Errorf("%s: failure rate %v, want %d/%d", where, f.FailureRate, w.failed, w.count)
+		}
+		// The histograms keep 3 significant figures.
+		d := f.Duration
+		if !near(d.Mean, w.mean, 1e-3) || !near(d.Min, w.min, 1e-3) || !near(d.Max, w.max, 1e-3) {
+			t.Errorf("%s: duration mean %v min %v max %v ms; want %v, %v, %v", where, d.Mean, d.Min, d.Max, w.mean, w.min, w.max)
+		}
+		if !near(f.Rate, w.rate, 1e-9) {
+			t.Errorf("%s: rate %v/s, want %v/s", where, f.Rate, w.rate)
+		}
+		if w.kinds != nil && !maps.Equal(f.FailedByKind, w.kinds) {
+			t.Errorf("%s: failed by kind %v, want %v", where, f.FailedByKind, w.kinds)
+		}
+	}
+	s1, s2, s3 := live.snaps[0], live.snaps[1], live.snaps[2]
+	if len(s1.Flows) != 2 {
+		t.Fatalf("first snapshot's flows %+v, want order and setup", s1.Flows)
+	}
+	check("interval 1, order", flowOf(s1, "shop", "order").FlowFigures,
+		want{5, 4, 1, 25, 10, 40, 5, map[string]int64{"capture": 1}})
+	check("interval 1, setup", flowOf(s1, "shop", config.SetupFlow).FlowFigures,
+		want{5, 3, 2, 50, 50, 50, 5, map[string]int64{"capture": 2}})
+	check("interval 2, order", flowOf(s2, "shop", "order").FlowFigures,
+		want{2, 1, 1, 100, 100, 100, 2, map[string]int64{"timeout": 1}})
+	check("interval 2, setup", flowOf(s2, "shop", config.SetupFlow).FlowFigures,
+		want{0, 0, 0, 0, 0, 0, 0, map[string]int64{}})
+	// The last 50 ms put their rate over the interval before them too:
+	// (2 + 1) flows over 1.05 s, not 1 over 0.05 s.
+	check("interval 3, order", flowOf(s3, "shop", "order").FlowFigures,
+		want{1, 1, 0, 30, 30, 30, 3 / 1.05, nil})
+
+	sum := r.summarise()
+	shop := sum.Scenarios["shop"]
+	if got := slices.Sorted(maps.Keys(shop.Flows)); !slices.Equal(got, []string{"order", "refund", "setup"}) {
+		t.Fatalf("summary flows %q, want order, refund and setup", got)
+	}
+	check("summary, order", *shop.Flows["order"],
+		want{8, 6, 2, (10 + 20 + 30 + 40 + 100 + 30) / 6.0, 10, 100, 8 / 2.05, map[string]int64{"capture": 1, "timeout": 1}})
+	check("summary, setup", *shop.Flows[config.SetupFlow],
+		want{5, 3, 2, 50, 50, 50, 5 / 2.05, map[string]int64{"capture": 2}})
+	// refund never ended: it is there, with zeros; the bare request is not.
+	check("summary, refund", *shop.Flows["refund"], want{kinds: map[string]int64{}})
+	// Counts add up over the snapshots.
+	var n int64
+	for _, snap := range live.snaps {
+		n += flowOf(snap, "shop", "order").Count
+	}
+	if n != shop.Flows["order"].Count {
+		t.Errorf("snapshots count %d orders, the summary %d", n, shop.Flows["order"].Count)
+	}
+	if f := sum.Scenarios["plain"].Flows; f != nil {
+		t.Errorf("scenario plain has no flow, but the summary gives it %v", f)
+	}
+	data, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Scenarios map[string]map[string]json.RawMessage `json:"scenarios"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw.Scenarios["plain"]["flows"]; ok {
+		t.Errorf("the JSON of scenario plain has flows: %s", raw.Scenarios["plain"]["flows"])
+	}
+	if !strings.Contains(string(raw.Scenarios["shop"]["flows"]), `"order":{"count":8,"completed":6,"failed":2,`) {
+		t.Errorf("the JSON of scenario shop lacks order's figures: %s", raw.Scenarios["shop"]["flows"])
+	}
+}
+
+// TestNoFlowsNoFlowFigures: a test without flow or setup has no flow
+// figures in its snapshots or its summary.
+func TestNoFlowsNoFlowFigures(t *testing.T) {
+	test := shopTest()
+	test.Scenarios = test.Scenarios[1:]
+	live := &snapshotSink{}
+	r := reportRun(test, live)
+	r.agg.Series("plain", "r").Record(protocols.Sample{Metric: protocols.MetricRequest, Value: time.Millisecond, Status: 200})
+	r.end = r.at(time.Second)
+	r.snapshots.write(r, r.end, true)
+	sum := r.summarise()
+	if live.snaps[0].Flows != nil || sum.Scenarios["plain"].Flows != nil {
+		t.Errorf("snapshot flows %v, summary flows %v; want none", live.snaps[0].Flows, sum.Scenarios["plain"].Flows)
+	}
+}
+
+// TestFlowAbortThreshold: an abort threshold on a flow metric is judged at
+// every interval and stops the run once it fails; one whose flow has not
+// ended yet does not abort, and at the end it does not pass, with a
+// warning that says it had nothing to judge.
+func TestFlowAbortThreshold(t *testing.T) {
+	test := shopTest()
+	failures := &config.Threshold{Metric: "flow_failures", Flow: "order", Abort: true,
+		Condition: config.Condition{Text: "rate < 10%", Aggregation: "rate", Op: "<", Value: 0.1}}
+	idle := &config.Threshold{Metric: "flow_duration", Flow: "refund", Abort: true,
+		Condition: config.Condition{Text: "p95 < 1s", Aggregation: "p95", Percentile: 95, Op: "<", Value: 1000, IsDuration: true}}
+	test.Thresholds = []*config.Threshold{idle, failures}
+	r := reportRun(test)
+	order := r.agg.Flow("shop", "order")
+
+	r.tick()
+	if r.aborted != "" {
+		t.Fatalf("aborted with no flow ended: %q", r.aborted)
+	}
+	recordFlows(order, protocols.ErrNone, slices.Repeat([]int{10}, 19)...)
+	recordFlows(order, "capture", 10)
+	r.tick() // 1 of 20 failed: 5 %
+	if r.aborted != "" {
+		t.Fatalf("aborted at 1 failed order of 20: %q", r.aborted)
+	}
+	recordFlows(order, "capture", 10, 10)
+	r.tick() // 3 of 22: 13.6 %
+	const want = "flow_failures flow=order: rate < 10%"
+	if r.aborted != want {
+		t.Fatalf("after 3 failed orders of 22, aborted = %q, want %q", r.aborted, want)
+	}
+	select {
+	case <-r.scenarios[0].ending:
+	default:
+		t.Error("the abort did not end the scenarios")
+	}
+
+	r.end = time.Now()
+	r.snapshots.write(r, r.end, true)
+	sum := r.summarise()
+	if sum.Passed || sum.Aborted != want {
+		t.Errorf("summary passed %v, aborted %q", sum.Passed, sum.Aborted)
+	}
+	if len(sum.Thresholds) != 2 || sum.Thresholds[0].Passed || sum.Thresholds[1].Passed ||
+		!near(sum.Thresholds[1].Value, 3/22.0, 1e-9) || sum.Thresholds[1].Flow != "order" || sum.Thresholds[0].Flow != "refund" {
+		t.Errorf("thresholds %+v; want both failed, order's at 3/22", sum.Thresholds)
+	}
+	nothing := `threshold "flow_duration flow=refund: p95 < 1s" had nothing to judge: no flow "refund" completed, so it did not pass`
+	if !slices.Contains(sum.Warnings, nothing) {
+		t.Errorf("warnings %q lack %q", sum.Warnings, nothing)
+	}
+}
+
+// TestSetupAndFlowWarnings: a failed VU setup is said live once, when it
+// first happens, and in the summary with the attempts, the kinds and the
+// first reason; a flow whose every run failed is said live once and in
+// the summary, one that recovered only live.
+func TestSetupAndFlowWarnings(t *testing.T) {
+	test := shopTest()
+	// A second scenario whose every setup fails.
+	down := *test.Scenarios[0]
+	down.Name = "down"
+	test.Scenarios = append(test.Scenarios, &down)
+	live := &snapshotSink{}
+	r := reportRun(test, live)
+	setup, order, refund := r.agg.Flow("shop", config.SetupFlow), r.agg.Flow("shop", "order"), r.agg.Flow("shop", "refund")
+	downSetup := r.agg.Flow("down", config.SetupFlow)
+	login := r.agg.Series("shop", "login")
+	loginFailed := func(n int) {
+		for range n {
+			login.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: "capture", Status: 200,
+				Message: `capture "token": json("token") found nothing`})
+		}
+	}
+	login.Record(protocols.Sample{Metric: protocols.MetricRequest, Status: 200})
+
+	// Interval 1: setups fine; order fails every time so far, refund too.
+	recordFlows(setup, protocols.ErrNone, 5, 5, 5)
+	recordFlows(order, "http_5xx", 10)
+	recordFlows(refund, "capture", 10, 10)
+	recordFlows(downSetup, protocols.ErrConnectionRefused, 1)
+	r.snapshots.write(r, r.at(time.Second), false)
+	// Interval 2: a setup fails; order recovers; refund fails again.
+	recordFlows(setup, "capture", 5)
+	loginFailed(1)
+	recordFlows(order, protocols.ErrNone, 10)
+	recordFlows(refund, "capture", 10)
+	r.snapshots.write(r, r.at(2*time.Second), false)
+	// Interval 3: two more setups fail.
+	recordFlows(setup, "capture", 5, 5)
+	loginFailed(2)
+	recordFlows(downSetup, protocols.ErrConnectionRefused, 1, 1)
+	r.end = r.at(3 * time.Second)
+	r.snapshots.write(r, r.end, true)
+
+	said := make([][]string, len(live.snaps))
+	for i, snap := range live.snaps {
+		said[i] = snap.Warnings
+	}
+	wantLive := [][]string{{
+		`scenario "shop", flow "order": every run so far failed (1 of 1: http_5xx 1)`,
+		`scenario "shop", flow "refund": every run so far failed (2 of 2: capture 2)`,
+		`scenario "down": 1 of 1 VU setup attempts so far failed (connection_refused 1); a VU whose setup fails retries it after a backoff and runs no iteration meanwhile`,
+	}, {
+		`scenario "shop": 1 of 4 VU setup attempts so far failed (capture 1); a VU whose setup fails retries it after a backoff and runs no iteration meanwhile`,
+	}, nil}
+	for i := range wantLive {
+		if !slices.Equal(slices.Sorted(slices.Values(said[i])), slices.Sorted(slices.Values(wantLive[i]))) {
+			t.Errorf("snapshot %d warned %q, want %q", i+1, said[i], wantLive[i])
+		}
+	}
+
+	sum := r.summarise()
+	wantSum := []string{
+		`scenario "down": 3 of 3 VU setup attempts failed (connection_refused 3); a VU whose setup failed retried it after a backoff and ran no iteration meanwhile, and no VU completed its setup`,
+		`scenario "shop", flow "refund": every run failed (3 of 3: capture 3)`,
+		`scenario "shop": 3 of 6 VU setup attempts failed (capture 3), first at step "login": capture "token": json("token") found nothing; a VU whose setup failed retried it after a backoff and ran no iteration meanwhile`,
+	}
+	if !slices.Equal(sum.Warnings, wantSum) {
+		t.Errorf("summary warnings:\n%s\nwant:\n%s", strings.Join(sum.Warnings, "\n"), strings.Join(wantSum, "\n"))
+	}
+}
