@@ -36,10 +36,17 @@ func FuzzParse(f *testing.F) {
 		if len(test.Scenarios) == 0 {
 			t.Fatal("no errors but no scenario")
 		}
-		// A valid test must also evaluate, with a row of each feeder.
+		// A valid test must also evaluate, with a row of each feeder and
+		// a value for each name the scenario captures.
 		for _, s := range test.Scenarios {
+			vars := map[string]cty.Value{}
 			for _, r := range s.Requests {
-				it := Iteration{VU: 2, Iteration: 3, Scenario: s.Name}
+				for _, c := range r.Captures {
+					vars[c.Name] = cty.StringVal("7")
+				}
+			}
+			for _, r := range s.Requests {
+				it := Iteration{VU: 2, Iteration: 3, Scenario: s.Name, Vars: vars}
 				for _, f := range r.Feeders() {
 					row, ok := f.NewCursor().Next()
 					if !ok && f.Mode != modeUnique { // unique rows may run out
