@@ -393,7 +393,13 @@ type CallBatch struct {
 	Ended  []uint32 `protobuf:"varint,12,rep,packed,name=ended,proto3" json:"ended,omitempty"` // scenario endings that closed
 	// The steps of the host ledger's sends on the keys the plugin follows;
 	// absent when there are none.
-	Ledger        *LedgerSteps `protobuf:"bytes,13,opt,name=ledger,proto3" json:"ledger,omitempty"`
+	Ledger *LedgerSteps `protobuf:"bytes,13,opt,name=ledger,proto3" json:"ledger,omitempty"`
+	// Whether each call wants its response's headers back
+	// (protocols.Call.KeepHeaders), as keep_body wants its body; empty when
+	// no call of the batch does, so that a batch nothing captures from
+	// carries no column. A plugin built before it ignores it and sends no
+	// headers, as a protocol that has none would.
+	KeepHeaders   []bool `protobuf:"varint,14,rep,packed,name=keep_headers,json=keepHeaders,proto3" json:"keep_headers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -508,6 +514,13 @@ func (x *CallBatch) GetEnded() []uint32 {
 func (x *CallBatch) GetLedger() *LedgerSteps {
 	if x != nil {
 		return x.Ledger
+	}
+	return nil
+}
+
+func (x *CallBatch) GetKeepHeaders() []bool {
+	if x != nil {
+		return x.KeepHeaders
 	}
 	return nil
 }
@@ -638,6 +651,17 @@ type SampleBatch struct {
 	// sample whose message is messages[i], as for bodies.
 	MessageSample []uint32 `protobuf:"varint,17,rep,packed,name=message_sample,json=messageSample,proto3" json:"message_sample,omitempty"`
 	Messages      []string `protobuf:"bytes,18,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The response headers kept (CallBatch.keep_headers,
+	// protocols.Sample.Headers), for the samples whose call asked:
+	// header_sample[i] is the index in the batch of the sample whose headers
+	// are the next header_lines[i] entries of header_name and header_value.
+	// A header sent several times has one entry per value, in order, and a
+	// sample with an empty set has an entry with 0 lines. A host built
+	// before them ignores them.
+	HeaderSample  []uint32 `protobuf:"varint,19,rep,packed,name=header_sample,json=headerSample,proto3" json:"header_sample,omitempty"`
+	HeaderLines   []uint32 `protobuf:"varint,20,rep,packed,name=header_lines,json=headerLines,proto3" json:"header_lines,omitempty"`
+	HeaderName    []string `protobuf:"bytes,21,rep,name=header_name,json=headerName,proto3" json:"header_name,omitempty"`
+	HeaderValue   []string `protobuf:"bytes,22,rep,name=header_value,json=headerValue,proto3" json:"header_value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -787,6 +811,34 @@ func (x *SampleBatch) GetMessageSample() []uint32 {
 func (x *SampleBatch) GetMessages() []string {
 	if x != nil {
 		return x.Messages
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetHeaderSample() []uint32 {
+	if x != nil {
+		return x.HeaderSample
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetHeaderLines() []uint32 {
+	if x != nil {
+		return x.HeaderLines
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetHeaderName() []string {
+	if x != nil {
+		return x.HeaderName
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetHeaderValue() []string {
+	if x != nil {
+		return x.HeaderValue
 	}
 	return nil
 }
@@ -1068,7 +1120,7 @@ const file_hload_proto_rawDesc = "" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xf0\x02\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\x93\x03\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -1082,14 +1134,15 @@ const file_hload_proto_rawDesc = "" +
 	" \x03(\fR\brequests\x12\x16\n" +
 	"\x06ending\x18\v \x03(\rR\x06ending\x12\x14\n" +
 	"\x05ended\x18\f \x03(\rR\x05ended\x124\n" +
-	"\x06ledger\x18\r \x01(\v2\x1c.hload.plugin.v1.LedgerStepsR\x06ledgerJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
+	"\x06ledger\x18\r \x01(\v2\x1c.hload.plugin.v1.LedgerStepsR\x06ledger\x12!\n" +
+	"\fkeep_headers\x18\x0e \x03(\bR\vkeepHeadersJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
 	"\vLedgerSteps\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x10\n" +
 	"\x03key\x18\x02 \x03(\rR\x03key\x12\x16\n" +
 	"\x06number\x18\x03 \x03(\x04R\x06number\x12\x12\n" +
 	"\x04kind\x18\x04 \x03(\rR\x04kind\x12\x19\n" +
 	"\bbegin_id\x18\x05 \x03(\fR\abeginId\x12&\n" +
-	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\x8b\x04\n" +
+	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\x97\x05\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
@@ -1111,7 +1164,12 @@ const file_hload_proto_rawDesc = "" +
 	"\x06bodies\x18\x0f \x03(\fR\x06bodies\x12\x16\n" +
 	"\x06follow\x18\x10 \x03(\tR\x06follow\x12%\n" +
 	"\x0emessage_sample\x18\x11 \x03(\rR\rmessageSample\x12\x1a\n" +
-	"\bmessages\x18\x12 \x03(\tR\bmessagesJ\x04\b\x01\x10\x02\"1\n" +
+	"\bmessages\x18\x12 \x03(\tR\bmessages\x12#\n" +
+	"\rheader_sample\x18\x13 \x03(\rR\fheaderSample\x12!\n" +
+	"\fheader_lines\x18\x14 \x03(\rR\vheaderLines\x12\x1f\n" +
+	"\vheader_name\x18\x15 \x03(\tR\n" +
+	"headerName\x12!\n" +
+	"\fheader_value\x18\x16 \x03(\tR\vheaderValueJ\x04\b\x01\x10\x02\"1\n" +
 	"\x05Gauge\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\"\x92\x01\n" +

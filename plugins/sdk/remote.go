@@ -273,13 +273,15 @@ type pendingCall struct {
 	planned   int64  // unix nanoseconds, 0 for none
 	request   []byte // shared with the encode cache: never modified
 	keepBody  bool
-	scenario  uint32              // the number of the call's scenario ending, 0 for none
-	samples   []protocols.Sample  // received, not yet emitted
-	spare     []protocols.Sample  // emitted, for reuse
-	finishing bool                // the batch being received ends the call
-	touched   bool                // the batch being received has samples of the call
-	outcome   protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
-	done      chan struct{}       // capacity 1: one signal per use
+	// keepHeaders asks for the response's headers (Call.KeepHeaders).
+	keepHeaders bool
+	scenario    uint32              // the number of the call's scenario ending, 0 for none
+	samples     []protocols.Sample  // received, not yet emitted
+	spare       []protocols.Sample  // emitted, for reuse
+	finishing   bool                // the batch being received ends the call
+	touched     bool                // the batch being received has samples of the call
+	outcome     protocols.ErrorKind // ErrPlugin or ErrInterrupted when the call was given up
+	done        chan struct{}       // capacity 1: one signal per use
 	// more says samples came for the call while it runs on (a long call
 	// streams them); capacity 1, so signals coalesce.
 	more chan struct{}
@@ -380,7 +382,7 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 	p := pendingCalls.Get().(*pendingCall)
 	p.vu, p.iteration, p.planned = call.VU, call.Iteration, unixNano(call.Planned)
-	p.request, p.keepBody = req, call.KeepBody
+	p.request, p.keepBody, p.keepHeaders = req, call.KeepBody, call.KeepHeaders
 	p.samples = p.samples[:0]
 	p.outcome = protocols.ErrNone
 	p.finishing = false
@@ -722,7 +724,7 @@ func (w *callColumns) reset() {
 	b := &w.batch
 	b.CallId, b.Vu, b.Iteration = b.CallId[:0], b.Vu[:0], b.Iteration[:0]
 	b.PlannedUnixNano, b.KeepBody, b.Request = b.PlannedUnixNano[:0], b.KeepBody[:0], b.Request[:0]
-	b.Ending = b.Ending[:0]
+	b.Ending, b.KeepHeaders = b.Ending[:0], b.KeepHeaders[:0]
 	clear(b.Requests)
 	b.Requests = b.Requests[:0]
 	if w.index == nil {
@@ -780,6 +782,16 @@ func (w *callColumns) add(p *pendingCall) {
 	b.Iteration = append(b.Iteration, p.iteration)
 	b.PlannedUnixNano = append(b.PlannedUnixNano, p.planned)
 	b.KeepBody = append(b.KeepBody, p.keepBody)
+	if len(b.KeepHeaders) > 0 {
+		b.KeepHeaders = append(b.KeepHeaders, p.keepHeaders)
+	} else if p.keepHeaders {
+		// The first call of the batch that asks: the column starts, with
+		// a false for each call before it.
+		for range len(b.CallId) - 1 {
+			b.KeepHeaders = append(b.KeepHeaders, false)
+		}
+		b.KeepHeaders = append(b.KeepHeaders, true)
+	}
 	b.Ending = append(b.Ending, p.scenario)
 	key := unsafe.SliceData(p.request)
 	i, ok := w.index[key]
@@ -833,6 +845,7 @@ func (c *client) receive() {
 		touched := c.touched[:0]
 		body := 0    // the next of b.BodySample
 		message := 0 // the next of b.MessageSample
+		var headers headerReader
 		for i, id := range b.CallId {
 			p := c.pending[id]
 			if p == nil {
@@ -860,6 +873,9 @@ func (c *client) receive() {
 			}
 			if body < len(b.BodySample) && int(b.BodySample[body]) == i {
 				sample.Body = b.Bodies[body]
+			}
+			if len(b.HeaderSample) > 0 {
+				sample.Headers = headers.next(b, i)
 			}
 			for message < len(b.MessageSample) && int(b.MessageSample[message]) < i {
 				message++
@@ -890,6 +906,46 @@ func (c *client) receive() {
 	}
 }
 
+// headerReader walks a checked SampleBatch's header columns in sample
+// order.
+type headerReader struct {
+	sample int // the next of b.HeaderSample
+	line   int // the first line of that sample's headers
+}
+
+// next returns the headers of the batch's i-th sample, or nil when it has
+// none. Samples are asked for in order. A name's values are a slice of the
+// batch's own column when its lines are adjacent, as the SDK sends them,
+// so a sample costs one map; the batch is the receiver's own, as its
+// bodies are.
+func (h *headerReader) next(b *proto.SampleBatch, i int) map[string][]string {
+	for h.sample < len(b.HeaderSample) && int(b.HeaderSample[h.sample]) < i {
+		h.line += int(b.HeaderLines[h.sample])
+		h.sample++
+	}
+	if h.sample == len(b.HeaderSample) || int(b.HeaderSample[h.sample]) != i {
+		return nil
+	}
+	n := int(b.HeaderLines[h.sample])
+	names, values := b.HeaderName[h.line:h.line+n], b.HeaderValue[h.line:h.line+n]
+	m := make(map[string][]string, n)
+	for j := 0; j < n; {
+		k := j + 1
+		for k < n && names[k] == names[j] {
+			k++
+		}
+		if have, ok := m[names[j]]; ok {
+			// The name again, further on: its first run's capacity ends
+			// with it, so this copies rather than overwrite a neighbour.
+			m[names[j]] = append(have, values[j:k]...)
+		} else {
+			m[names[j]] = values[j:k:k]
+		}
+		j = k
+	}
+	return m
+}
+
 // checkSampleBatch checks that b's columns agree, so a broken plugin
 // fails the run rather than the host.
 func checkSampleBatch(b *proto.SampleBatch) error {
@@ -911,6 +967,20 @@ func checkSampleBatch(b *proto.SampleBatch) error {
 		if int(s) >= n || (i > 0 && s <= b.BodySample[i-1]) {
 			return fmt.Errorf("body sample %d is out of order or range", s)
 		}
+	}
+	if len(b.HeaderSample) != len(b.HeaderLines) || len(b.HeaderName) != len(b.HeaderValue) {
+		return fmt.Errorf("%d header samples with %d counts, %d header names with %d values",
+			len(b.HeaderSample), len(b.HeaderLines), len(b.HeaderName), len(b.HeaderValue))
+	}
+	lines := 0
+	for i, s := range b.HeaderSample {
+		if int(s) >= n || (i > 0 && s <= b.HeaderSample[i-1]) {
+			return fmt.Errorf("header sample %d is out of order or range", s)
+		}
+		lines += int(b.HeaderLines[i])
+	}
+	if lines != len(b.HeaderName) {
+		return fmt.Errorf("%d header lines counted, %d sent", lines, len(b.HeaderName))
 	}
 	if len(b.MessageSample) != len(b.Messages) {
 		return fmt.Errorf("%d messages for %d message samples", len(b.Messages), len(b.MessageSample))

@@ -280,6 +280,9 @@ func (r *run) handle(b *proto.CallBatch) {
 	} else {
 		for i, id := range b.CallId {
 			call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
+			// Empty when no call of the batch asks, or from a host built
+			// before the column.
+			call.KeepHeaders = len(b.KeepHeaders) > 0 && b.KeepHeaders[i]
 			if t := b.PlannedUnixNano[i]; t != 0 {
 				call.Planned = time.Unix(0, t)
 			}
@@ -315,6 +318,9 @@ func checkCallBatch(b *proto.CallBatch) error {
 			return fmt.Errorf("columns of %d and %d calls", n, l)
 		}
 	}
+	if len(b.KeepHeaders) != 0 && len(b.KeepHeaders) != n {
+		return fmt.Errorf("keep_headers for %d of %d calls", len(b.KeepHeaders), n)
+	}
 	for i, req := range b.Request {
 		if int(req) >= len(b.Requests) {
 			return fmt.Errorf("call %d names request %d of %d", b.CallId[i], req, len(b.Requests))
@@ -324,10 +330,12 @@ func checkCallBatch(b *proto.CallBatch) error {
 }
 
 // wireSample is one emitted sample waiting for the sender. Its Body, when
-// kept, is its own copy.
+// kept, is its own copy; its Headers are nil, and headers holds a copy of
+// them, when kept, as name and value pairs.
 type wireSample struct {
 	call uint64
 	protocols.Sample
+	headers []string
 }
 
 // callState is one call in flight and its emit; pooled with its bound
@@ -336,13 +344,14 @@ type wireSample struct {
 // long call's (an SSE subscription, an AMQP consumer) are swept to the
 // sender as it runs on.
 type callState struct {
-	r          *run
-	id         uint64
-	keepBody   bool
-	sawRequest bool // emit's goroutine only
-	vu         *vuContext
-	emitFn     func(protocols.Sample)
-	seen       bool // by a sweep: the next one takes the samples; under r.mu
+	r           *run
+	id          uint64
+	keepBody    bool
+	keepHeaders bool
+	sawRequest  bool // emit's goroutine only
+	vu          *vuContext
+	emitFn      func(protocols.Sample)
+	seen        bool // by a sweep: the next one takes the samples; under r.mu
 
 	mu      sync.Mutex   // emit against a sweep
 	samples []wireSample // emitted, not yet handed to the sender
@@ -429,6 +438,7 @@ func (r *run) start(id uint64, call protocols.Call, request []byte, ending uint3
 	call.Request = req
 	cs := callStates.Get().(*callState)
 	cs.r, cs.id, cs.keepBody, cs.sawRequest, cs.seen = r, id, call.KeepBody, false, false
+	cs.keepHeaders = call.KeepHeaders
 	// Derived from callBase, which never ends, not from r.ctx: deriving
 	// from r.ctx registers every call with the run's context and removes
 	// it again, under its lock, which showed in the profile. Run cancels
@@ -534,9 +544,32 @@ func (cs *callState) emit(s protocols.Sample) {
 	} else {
 		s.Body = nil
 	}
+	var headers []string
+	if cs.keepHeaders && s.Headers != nil {
+		// Copied too, as pairs: the map is valid only during emit. An
+		// empty set stays a set, apart from none.
+		headers = flattenHeaders(s.Headers)
+	}
+	s.Headers = nil
 	cs.mu.Lock()
-	cs.samples = append(cs.samples, wireSample{call: cs.id, Sample: s})
+	cs.samples = append(cs.samples, wireSample{call: cs.id, Sample: s, headers: headers})
 	cs.mu.Unlock()
+}
+
+// flattenHeaders returns h as name and value pairs, a name's values
+// adjacent and in order, in one allocation.
+func flattenHeaders(h map[string][]string) []string {
+	n := 0
+	for _, vs := range h {
+		n += len(vs)
+	}
+	out := make([]string, 0, 2*n)
+	for name, vs := range h {
+		for _, v := range vs {
+			out = append(out, name, v)
+		}
+	}
+	return out
 }
 
 // fail reports a call that could not be run.
@@ -637,7 +670,7 @@ func (r *run) send() {
 			w.reset()
 			size := 0
 			for next < len(samples) && size < maxBatchBytes {
-				size += sampleBytes + len(samples[next].Body) + len(samples[next].Message)
+				size += sampleBytes + len(samples[next].Body) + len(samples[next].Message) + headerBytes(samples[next].headers)
 				w.add(&samples[next])
 				next++
 			}
@@ -675,6 +708,19 @@ const (
 	sampleBytes   = 80
 )
 
+// headerBytes is what a sample's kept headers take in a SampleBatch at
+// most: their strings, and a few bytes of framing each.
+func headerBytes(pairs []string) int {
+	if pairs == nil {
+		return 0
+	}
+	n := 8
+	for _, s := range pairs {
+		n += len(s) + 4
+	}
+	return n
+}
+
 // sweep hands the sender the samples of the calls that were in flight at
 // the previous sweep already.
 func (r *run) sweep() {
@@ -709,6 +755,10 @@ func (w *sampleColumns) reset() {
 	b.MessageSample = b.MessageSample[:0]
 	clear(b.Messages)
 	b.Messages = b.Messages[:0]
+	b.HeaderSample, b.HeaderLines = b.HeaderSample[:0], b.HeaderLines[:0]
+	clear(b.HeaderName)
+	clear(b.HeaderValue)
+	b.HeaderName, b.HeaderValue = b.HeaderName[:0], b.HeaderValue[:0]
 }
 
 func (w *sampleColumns) add(s *wireSample) {
@@ -728,6 +778,14 @@ func (w *sampleColumns) add(s *wireSample) {
 	if s.Body != nil {
 		b.BodySample = append(b.BodySample, uint32(len(b.CallId)-1))
 		b.Bodies = append(b.Bodies, s.Body)
+	}
+	if s.headers != nil {
+		b.HeaderSample = append(b.HeaderSample, uint32(len(b.CallId)-1))
+		b.HeaderLines = append(b.HeaderLines, uint32(len(s.headers)/2))
+		for i := 0; i < len(s.headers); i += 2 {
+			b.HeaderName = append(b.HeaderName, s.headers[i])
+			b.HeaderValue = append(b.HeaderValue, s.headers[i+1])
+		}
 	}
 	if s.Message != "" && s.Error != protocols.ErrNone {
 		// A message says why a call failed, so one without an error is dropped, as the
