@@ -393,8 +393,15 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	resp, err := v.send(req)
 	var status int
 	var body []byte
+	var headers map[string][]string
 	if resp != nil {
 		status = resp.StatusCode
+		if call.KeepHeaders {
+			// The response's own map, not a copy: it is the call's, and
+			// Headers is valid only during emit. After redirects it is the
+			// last response's, the one the call ends with.
+			headers = resp.Header
+		}
 		if err == nil {
 			if call.KeepBody {
 				v.body.Reset()
@@ -437,6 +444,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		BytesSent:     v.wire.sent.Load() - sent,
 		BytesReceived: v.wire.received.Load() - received,
 		Body:          body,
+		Headers:       headers,
 	})
 	if v.body.Cap() > maxKeptBody {
 		v.body = bytes.Buffer{}

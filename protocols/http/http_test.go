@@ -704,6 +704,110 @@ func TestKeepBody(t *testing.T) {
 	})
 }
 
+// keep runs one call with the given KeepBody and KeepHeaders, and returns
+// its request sample with the body and headers copied, as a capture would
+// read them during emit.
+func keep(t *testing.T, c protocols.Client, r cty.Value, keepBody, keepHeaders bool) (s protocols.Sample) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	n := 0
+	c.Do(ctx, protocols.Call{VU: 1, Request: r, KeepBody: keepBody, KeepHeaders: keepHeaders}, func(got protocols.Sample) {
+		if got.Metric != protocols.MetricRequest {
+			if got.Body != nil || got.Headers != nil {
+				t.Errorf("%s sample carries a body or headers: %+v", got.Metric, got)
+			}
+			return
+		}
+		n++
+		s = got
+		if got.Body != nil {
+			s.Body = append([]byte{}, got.Body...)
+		}
+		if got.Headers != nil {
+			s.Headers = make(map[string][]string, len(got.Headers))
+			for k, v := range got.Headers {
+				s.Headers[k] = append([]string(nil), v...)
+			}
+		}
+	})
+	if n != 1 {
+		t.Fatalf("%d request samples", n)
+	}
+	return s
+}
+
+// TestKeepHeaders checks that a call hands back the response's headers,
+// canonical and one line per value, only when KeepHeaders asks, and its
+// body only when KeepBody asks, each apart from the other, on both paths:
+// what a capture reads in the core.
+func TestKeepHeaders(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			switch r.URL.Path {
+			case "/hop":
+				w.Header().Set("X-Hop", "first")
+				nethttp.Redirect(w, r, "/login", nethttp.StatusFound)
+				return
+			case "/fail":
+				w.Header().Set("X-Reason", "maintenance")
+				w.WriteHeader(nethttp.StatusServiceUnavailable)
+				return
+			}
+			// Written as the server sends it, lower case: the client
+			// hands it back in canonical form.
+			w.Header()["x-token"] = []string{"tok-" + r.URL.Query().Get("u")}
+			w.Header().Set("X-Hop", "last")
+			nethttp.SetCookie(w, &nethttp.Cookie{Name: "session", Value: "s1", Path: "/"})
+			nethttp.SetCookie(w, &nethttp.Cookie{Name: "csrf", Value: "c2", Path: "/"})
+			io.WriteString(w, `{"token":"abc"}`)
+		}))
+		defer srv.Close()
+		c := open(t, p, srv.URL, nil)
+		login := req(map[string]cty.Value{"path": cty.StringVal("/login"), "query": strMap("u", "7")})
+
+		s := keep(t, c, login, true, true)
+		if s.Error != "" || s.Status != 200 {
+			t.Fatalf("sample = %+v", s)
+		}
+		if got := s.Headers["X-Token"]; len(got) != 1 || got[0] != "tok-7" {
+			t.Errorf("X-Token = %q, want [tok-7]; headers %v", got, s.Headers)
+		}
+		if got := strings.Join(s.Headers["Set-Cookie"], " | "); got != "session=s1; Path=/ | csrf=c2; Path=/" {
+			t.Errorf("Set-Cookie lines = %q", got)
+		}
+		if got := s.Headers["Content-Type"]; len(got) != 1 || got[0] != "text/plain; charset=utf-8" {
+			t.Errorf("Content-Type = %q", got)
+		}
+		if string(s.Body) != `{"token":"abc"}` {
+			t.Errorf("body = %q", s.Body)
+		}
+
+		if s := keep(t, c, login, false, true); s.Body != nil || len(s.Headers["X-Token"]) != 1 {
+			t.Errorf("headers only: body %q, headers %v", s.Body, s.Headers)
+		}
+		if s := keep(t, c, login, true, false); s.Headers != nil || string(s.Body) != `{"token":"abc"}` {
+			t.Errorf("body only: body %q, headers %v", s.Body, s.Headers)
+		}
+		if s := keep(t, c, login, false, false); s.Headers != nil || s.Body != nil {
+			t.Errorf("neither asked: body %q, headers %v", s.Body, s.Headers)
+		}
+
+		// A followed redirect: the headers of the response the call ends
+		// with, not the redirect's.
+		s = keep(t, c, req(map[string]cty.Value{"path": cty.StringVal("/hop")}), false, true)
+		if got := s.Headers["X-Hop"]; s.Status != 200 || len(got) != 1 || got[0] != "last" {
+			t.Errorf("after a redirect: status %d, X-Hop %q", s.Status, got)
+		}
+		// A failed response keeps its headers too; the core runs no
+		// capture on it, but a check may read its body.
+		s = keep(t, c, req(map[string]cty.Value{"path": cty.StringVal("/fail")}), true, true)
+		if got := s.Headers["X-Reason"]; s.Error != "http_5xx" || len(got) != 1 || got[0] != "maintenance" {
+			t.Errorf("failed response: %+v", s)
+		}
+	})
+}
+
 func TestRequestTimeoutOverridesTarget(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
