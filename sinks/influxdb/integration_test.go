@@ -124,19 +124,41 @@ func (c *streamClient) Do(ctx context.Context, call protocols.Call, emit func(pr
 func (c *streamClient) Gauges(report func(string, int64)) { report("sse_open_streams", c.open.Load()) }
 func (c *streamClient) Close() error                      { return nil }
 
-// target is a loopback HTTP server counting the requests it answers.
-func target(t *testing.T) (*httptest.Server, *atomic.Int64) {
-	var hits atomic.Int64
+// served is what the target answered, counted on its side: the flows'
+// figures are checked against it.
+type served struct {
+	hits   atomic.Int64 // every request
+	logins atomic.Int64 // /login
+	flaky  atomic.Int64 // /flaky
+	failed atomic.Int64 // /flaky answered 500: every third
+}
+
+// Load is the count of every request answered.
+func (c *served) Load() int64 { return c.hits.Load() }
+
+// target is a loopback HTTP server counting the requests it answers;
+// /missing is a 404, and /flaky a 500 every third time.
+func target(t *testing.T) (*httptest.Server, *served) {
+	var c served
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		if r.URL.Path == "/missing" {
+		c.hits.Add(1)
+		switch r.URL.Path {
+		case "/missing":
 			http.NotFound(w, r)
 			return
+		case "/login":
+			c.logins.Add(1)
+		case "/flaky":
+			if c.flaky.Add(1)%3 == 0 {
+				c.failed.Add(1)
+				http.Error(w, "flaky", http.StatusInternalServerError)
+				return
+			}
 		}
 		io.WriteString(w, "hello")
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &hits
+	return srv, &c
 }
 
 // closedAddr is a loopback address nothing listens on.
@@ -150,11 +172,12 @@ func closedAddr(t *testing.T) string {
 }
 
 // recorder notes whether any snapshot carried protocol metrics per
-// interval, which the dashboard's hload_metrics panels need.
+// interval, which the dashboard's hload_metrics panels need, and flows.
 type recorder struct {
 	mu             sync.Mutex
 	snapshots      int
 	intervalMetric bool
+	flows          bool
 }
 
 func (r *recorder) Start(context.Context, metrics.RunInfo) error { return nil }
@@ -167,6 +190,9 @@ func (r *recorder) Write(s metrics.Snapshot) error {
 		if len(f.Metrics) > 0 {
 			r.intervalMetric = true
 		}
+	}
+	if len(s.Flows) > 0 {
+		r.flows = true
 	}
 	return nil
 }
@@ -315,6 +341,23 @@ scenario "shop" {
   vus        = 4
   duration   = "10s"
   think_time = "5ms"
+  setup {
+    request "login" {
+      target = "web"
+      path   = "/login"
+    }
+  }
+  flow "order" {
+    weight = 2
+    request "cart" {
+      target = "web"
+      path   = "/cart"
+    }
+    request "pay" {
+      target = "web"
+      path   = "/flaky"
+    }
+  }
   request "home" {
     target = "web"
     weight = 6
@@ -342,8 +385,9 @@ scenario "subscribers" {
 
 // TestRealInfluxCountsAndDashboard (must-show 1 and 2): after a 10 s run,
 // the per-interval counts in InfluxDB add up exactly to the summary's
-// count of each request, and every query of the Grafana dashboard returns
-// rows from that InfluxDB.
+// count of each request and each flow, the flows' to the target's own
+// counts too, and every query of the Grafana dashboard returns rows from
+// that InfluxDB.
 func TestRealInfluxCountsAndDashboard(t *testing.T) {
 	in := realInflux(t)
 	if testing.Short() {
@@ -378,6 +422,7 @@ func TestRealInfluxCountsAndDashboard(t *testing.T) {
 		}
 	}
 	t.Logf("summary: %d calls in %s; the HTTP server answered %d", total, r.took.Round(time.Millisecond), hits.Load())
+	checkFlows(t, in, r, hits, 4)
 	if !strings.Contains(r.log, "points written") {
 		t.Errorf("no end-of-run line in the sink's log")
 	}
@@ -426,6 +471,184 @@ func TestRealInfluxCountsAndDashboard(t *testing.T) {
 			continue
 		}
 		t.Logf("dashboard %q: %d rows from %s", q.title, len(rows), from)
+	}
+}
+
+// flowFigures sums the integer fields of measurement m (hload_flows,
+// hload_flow_failures or hload_flow_totals) of a run, per "flow/field" (and
+// "flow/kind/field" for hload_flow_failures), and counts its points per flow
+// and field.
+func (in influx) flowFigures(t *testing.T, m, runID string, from, to time.Time) (sums, points map[string]int64) {
+	t.Helper()
+	rows := in.query(t, fmt.Sprintf(`from(bucket: %q)
+  |> range(start: %s, stop: %s)
+  |> filter(fn: (r) => r._measurement == %q and r.run_id == %q)
+  |> filter(fn: (r) => r._field == "count" or r._field == "completed" or r._field == "failed")`,
+		in.bucket, from.Add(-time.Minute).UTC().Format(time.RFC3339), to.Add(time.Minute).UTC().Format(time.RFC3339), m, runID))
+	sums, points = map[string]int64{}, map[string]int64{}
+	for _, r := range rows {
+		key := fmt.Sprint(r["flow"])
+		if k, ok := r["kind"]; ok && k != nil {
+			key += "/" + fmt.Sprint(k)
+		}
+		key += "/" + r["_field"].(string)
+		sums[key] += r["_value"].(int64)
+		points[key]++
+	}
+	return sums, points
+}
+
+// checkFlows checks the flows of countsTest's scenario "shop" in
+// InfluxDB: each interval's points add up to the summary's figures, the
+// totals are the summary's, and both match what the target counted on
+// its side: a login per VU for the setup, a /flaky call per order flow
+// that ended, and a failed order per 500 it answered.
+func checkFlows(t *testing.T, in influx, r run, srv *served, vus int64) {
+	t.Helper()
+	if !r.rec.flows {
+		t.Fatal("no snapshot carried flows (metrics.Snapshot.Flows), though the test has a setup and a flow")
+	}
+	sc := r.sum.Scenarios["shop"]
+	setup, order := sc.Flows["setup"], sc.Flows["order"]
+	if setup == nil || order == nil {
+		t.Fatalf("summary flows of shop = %v, want setup and order", sc.Flows)
+	}
+	t.Logf("server: %d logins, %d /flaky calls of which %d answered 500; summary: setup %+v, order %+v",
+		srv.logins.Load(), srv.flaky.Load(), srv.failed.Load(), *setup, *order)
+	if setup.Completed != srv.logins.Load() || setup.Completed != vus || setup.Failed != 0 {
+		t.Errorf("setup: %d completed, %d failed; the server saw %d logins from %d VUs", setup.Completed, setup.Failed, srv.logins.Load(), vus)
+	}
+	if order.Count != srv.flaky.Load() || order.Failed != srv.failed.Load() || order.FailedByKind["http_5xx"] != order.Failed ||
+		order.Completed != order.Count-order.Failed || order.Count < 10 || order.Failed == 0 {
+		t.Errorf("order: %d ended, %d completed, %d failed (%v); the server answered /flaky %d times, %d of them 500",
+			order.Count, order.Completed, order.Failed, order.FailedByKind, srv.flaky.Load(), srv.failed.Load())
+	}
+
+	to := time.Now()
+	sums, points := in.flowFigures(t, "hload_flows", r.sum.RunID, r.start, to)
+	totals, _ := in.flowFigures(t, "hload_flow_totals", r.sum.RunID, r.start, to)
+	failures, _ := in.flowFigures(t, "hload_flow_failures", r.sum.RunID, r.start, to)
+	t.Logf("InfluxDB: hload_flows sums %v over %v points; hload_flow_totals %v; hload_flow_failures %v", sums, points, totals, failures)
+	for name, f := range map[string]*metrics.FlowFigures{"setup": setup, "order": order} {
+		for field, want := range map[string]int64{"count": f.Count, "completed": f.Completed, "failed": f.Failed} {
+			key := name + "/" + field
+			if sums[key] != want || totals[key] != want {
+				t.Errorf("%s: InfluxDB's intervals add up to %d, its total says %d; the summary says %d", key, sums[key], totals[key], want)
+			}
+			if points[key] != int64(r.rec.snapshots) {
+				t.Errorf("%s: %d intervals in InfluxDB, the run wrote %d snapshots", key, points[key], r.rec.snapshots)
+			}
+		}
+	}
+	if got := failures["order/http_5xx/count"]; got != srv.failed.Load() || len(failures) != 1 {
+		t.Errorf("hload_flow_failures = %v, want order/http_5xx/count = %d (the server's 500s) alone", failures, srv.failed.Load())
+	}
+}
+
+// TestRealInfluxFlowPoints: every field of hload_flows, hload_flow_failures
+// and hload_flow_totals, written straight to the sink, reads back from
+// InfluxDB with its value and its type; a flow without a completed run has
+// no duration fields.
+func TestRealInfluxFlowPoints(t *testing.T) {
+	in := realInflux(t)
+	cfg := map[string]cty.Value{
+		"url":      cty.StringVal(in.url),
+		"bucket":   cty.StringVal(in.bucket),
+		"org":      cty.StringVal(in.org),
+		"token":    cty.StringVal(in.token),
+		"instance": cty.StringVal("itest"),
+		"tags":     cty.MapVal(map[string]cty.Value{"suite": cty.StringVal("sinks/influxdb")}),
+	}
+	sk, err := influxdb.New(cty.ObjectVal(cfg), influxdb.Options{TestName: t.Name()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := fmt.Sprintf("flows-%d", time.Now().UnixNano())
+	start := time.Unix(1_700_100_000, 0)
+	if err := sk.Start(context.Background(), metrics.RunInfo{RunID: runID, Started: start}); err != nil {
+		t.Fatal(err)
+	}
+	// want holds every field the points should carry, by
+	// "measurement/flow/kind/unix seconds/field".
+	want := map[string]any{}
+	expect := func(m string, f *metrics.FlowSeriesFigures, at time.Time) {
+		key := func(field string) string { return fmt.Sprintf("%s/%s//%d/%s", m, f.Flow, at.Unix(), field) }
+		want[key("count")], want[key("completed")], want[key("failed")] = f.Count, f.Completed, f.Failed
+		want[key("failure_rate")], want[key("rate")] = f.FailureRate, f.Rate
+		if f.Completed > 0 {
+			d := f.Duration
+			for field, v := range map[string]float64{"min": d.Min, "mean": d.Mean, "p50": d.P50, "p90": d.P90, "p95": d.P95, "p99": d.P99, "max": d.Max} {
+				want[key("duration_"+field+"_ms")] = v
+			}
+		}
+		if m == "hload_flows" {
+			for kind, n := range f.FailedByKind {
+				want[fmt.Sprintf("hload_flow_failures/%s/%s/%d/count", f.Flow, kind, at.Unix())] = n
+			}
+		}
+	}
+	for i := int64(1); i <= 3; i++ {
+		end := start.Add(time.Duration(i) * time.Second)
+		snap := metrics.Snapshot{Start: end.Add(-time.Second), End: end, Elapsed: time.Duration(i) * time.Second,
+			VUs: map[string]int{"shop": 5},
+			Flows: []metrics.FlowSeriesFigures{
+				{Scenario: "shop", Flow: "order", FlowFigures: metrics.FlowFigures{
+					Count: 10 * i, Completed: 10*i - i, Failed: i, FailureRate: 0.1, Rate: float64(10 * i),
+					Duration:     metrics.LatencyFigures{Min: 10.5, Mean: 20.25 * float64(i), P50: 19, P90: 30.125, P95: 33, P99: 41.5, Max: 45.75},
+					FailedByKind: map[string]int64{"capture": i - 1, "http_5xx": 1},
+				}},
+				{Scenario: "shop", Flow: "setup", FlowFigures: metrics.FlowFigures{
+					Count: i, Failed: i, FailureRate: 1, Rate: float64(i), FailedByKind: map[string]int64{"timeout": i},
+				}},
+			}}
+		for j := range snap.Flows {
+			// Kinds with no failure are not in the map (the aggregator
+			// leaves them out), so neither are their points.
+			for k, n := range snap.Flows[j].FailedByKind {
+				if n == 0 {
+					delete(snap.Flows[j].FailedByKind, k)
+				}
+			}
+			expect("hload_flows", &snap.Flows[j], end)
+		}
+		if err := sk.Write(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := start.Add(4 * time.Second)
+	total := &metrics.FlowFigures{Count: 60, Completed: 54, Failed: 6, FailureRate: 0.1, Rate: 15,
+		Duration: metrics.LatencyFigures{Min: 10.5, Mean: 40.5, P50: 19, P90: 30.125, P95: 33, P99: 41.5, Max: 45.75}}
+	expect("hload_flow_totals", &metrics.FlowSeriesFigures{Flow: "order", FlowFigures: *total}, ended)
+	if err := sk.Close(metrics.Summary{Ended: ended, Scenarios: map[string]*metrics.ScenarioSummary{
+		"shop": {Flows: map[string]*metrics.FlowFigures{"order": total}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	rows := in.query(t, fmt.Sprintf(`from(bucket: %q)
+  |> range(start: 2023-11-15T00:00:00Z, stop: 2023-11-18T00:00:00Z)
+  |> filter(fn: (r) => r.run_id == %q and r._measurement =~ /^hload_flow/)`, in.bucket, runID))
+	got := map[string]any{}
+	for _, r := range rows {
+		if r["scenario"] != "shop" || r["instance"] != "itest" || r["suite"] != "sinks/influxdb" || r["test"] != t.Name() {
+			t.Errorf("a point with tags %v, want scenario shop, instance itest, suite sinks/influxdb and test %s", r, t.Name())
+		}
+		kind, _ := r["kind"].(string)
+		key := fmt.Sprintf("%s/%s/%s/%d/%s", r["_measurement"], r["flow"], kind, r["_time"].(time.Time).Unix(), r["_field"])
+		got[key] = r["_value"]
+	}
+	t.Logf("InfluxDB returned %d fields for %d written", len(got), len(want))
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("%s: missing, want %v", k, v)
+		} else if fmt.Sprintf("%T %v", g, g) != fmt.Sprintf("%T %v", v, v) {
+			t.Errorf("%s = %T %v, want %T %v", k, g, g, v, v)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("%s = %v, written though it should not be", k, g)
+		}
 	}
 }
 
@@ -629,7 +852,7 @@ type csvRow struct {
 }
 
 // csvCounts reads the csv sink's interval file: the count per interval,
-// summed over requests, in time order.
+// summed over requests (rows of kind "request"), in time order.
 func csvCounts(t *testing.T, path string) []csvRow {
 	f, err := os.Open(path)
 	if err != nil {
@@ -642,6 +865,9 @@ func csvCounts(t *testing.T, path string) []csvRow {
 	}
 	by := map[float64]int64{}
 	for _, rec := range recs[1:] {
+		if rec[17] != "request" {
+			continue // a flow's row counts flows, not requests
+		}
 		el, _ := strconv.ParseFloat(rec[1], 64)
 		n, _ := strconv.ParseInt(rec[4], 10, 64)
 		by[el] += n
