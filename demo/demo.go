@@ -50,8 +50,9 @@ type Options struct {
 	NotificationDropEvery int
 
 	// ListOmitEvery is how often GET /api/products leaves its "items" out,
-	// so that a journey's capture fails there: every Nth list response.
-	// Zero means DefaultListOmitEvery; negative never leaves them out.
+	// so that a journey's capture fails there: one list response in each
+	// run of N, at a place drawn from Seed. Zero means
+	// DefaultListOmitEvery; negative never leaves them out.
 	ListOmitEvery int
 }
 

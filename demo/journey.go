@@ -33,7 +33,7 @@ import (
 // each step's server time.
 
 // DefaultListOmitEvery is how often GET /api/products leaves its items out
-// when Options.ListOmitEvery is zero: every 20th list response, 5 %.
+// when Options.ListOmitEvery is zero: one list response in every 20, 5 %.
 const DefaultListOmitEvery = 20
 
 // ListItems is the number of products in one GET /api/products response.
@@ -100,6 +100,7 @@ type journey struct {
 	products  []product
 	seed      uint64
 	omitEvery int64
+	omitAt    int64         // the list, counted from 1, that leaves its items out in the current run of omitEvery
 	requests  atomic.Uint64 // seeds each list's and each wait's random source
 
 	mu       sync.Mutex
@@ -305,7 +306,7 @@ func (j *journey) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.stats.Lists++
-	s.captureFailed = j.omitEvery > 0 && j.stats.Lists%j.omitEvery == 0
+	s.captureFailed = j.omitList(j.stats.Lists)
 	if s.captureFailed {
 		// The field a journey captures from is missing, on purpose: the
 		// ids are not shown, so none is listed to the token either.
@@ -317,6 +318,24 @@ func (j *journey) list(w http.ResponseWriter, r *http.Request) {
 	}
 	j.mu.Unlock()
 	reply(w, start, http.StatusOK, listPage{Page: 1, Items: items})
+}
+
+// omitList reports whether list n, counted from 1, leaves its items out:
+// exactly one in each run of omitEvery lists, at a place in the run drawn
+// from the seed. Always the last of each run would be simpler, but a client
+// that picks its flows in a fixed cycle (hload's weighted round-robin does)
+// would then see every omission in the same flow. It must be called with
+// j.mu held, for each n in turn.
+func (j *journey) omitList(n int64) bool {
+	if j.omitEvery <= 0 {
+		return false
+	}
+	run := (n - 1) / j.omitEvery
+	if (n-1)%j.omitEvery == 0 {
+		draw := mathrand.NewPCG(j.seed^0x6f6d6974, uint64(run)) // stream "omit"
+		j.omitAt = run*j.omitEvery + 1 + int64(draw.Uint64()%uint64(j.omitEvery))
+	}
+	return n == j.omitAt
 }
 
 func (j *journey) detail(w http.ResponseWriter, r *http.Request) {

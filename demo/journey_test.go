@@ -181,31 +181,66 @@ func TestJourneyListNeedsToken(t *testing.T) {
 	wantStats(t, j, JourneyStats{Logins: 1, Lists: 10, Unauthorized: 4})
 }
 
+// omissions returns the lists, counted from 1, that left their items out,
+// out of n lists by two users taking turns: the count is over all list
+// responses, not per token.
+func omissions(t *testing.T, opts Options, n int) ([]int, *journey) {
+	t.Helper()
+	h, j := newJourneyHandler(t, opts)
+	shoppers := []*shopper{login(t, h, "a"), login(t, h, "b")}
+	var without []int
+	for i := 1; i <= n; i++ {
+		if _, ok := shoppers[i%2].list(); !ok {
+			without = append(without, i)
+		}
+	}
+	return without, j
+}
+
 func TestJourneyListOmitsItems(t *testing.T) {
 	for _, tt := range []struct {
-		every, lists int
-		want         []int // the lists, from 1, without items
+		every, want int // want: the run length; 0 for never
 	}{
-		{0, 45, []int{20, 40}}, // DefaultListOmitEvery
-		{4, 12, []int{4, 8, 12}},
-		{-1, 25, nil},
+		{0, DefaultListOmitEvery},
+		{4, 4},
+		{-1, 0},
 	} {
 		t.Run(fmt.Sprint(tt.every), func(t *testing.T) {
-			h, j := newJourneyHandler(t, Options{ListOmitEvery: tt.every})
-			// Two users take turns: the count is over all list responses,
-			// not per token.
-			shoppers := []*shopper{login(t, h, "a"), login(t, h, "b")}
-			var without []int
-			for n := 1; n <= tt.lists; n++ {
-				if _, ok := shoppers[n%2].list(); !ok {
-					without = append(without, n)
+			const runs = 6
+			n := runs * max(tt.want, 1)
+			without, j := omissions(t, Options{ListOmitEvery: tt.every}, n)
+			wantStats(t, j, JourneyStats{Logins: 2, Lists: int64(n), ListsWithoutItems: int64(len(without))})
+			if tt.want == 0 {
+				if len(without) > 0 {
+					t.Errorf("lists %v left their items out, want none", without)
 				}
+				return
 			}
-			if !reflect.DeepEqual(without, tt.want) {
-				t.Errorf("lists without items = %v, want %v", without, tt.want)
+			// Exactly one in each run of tt.want, 5 % by default...
+			if len(without) != runs {
+				t.Fatalf("lists without items = %v, want %d, one in each run of %d", without, runs, tt.want)
 			}
-			wantStats(t, j, JourneyStats{Logins: 2, Lists: int64(tt.lists), ListsWithoutItems: int64(len(tt.want))})
+			places := map[int]bool{}
+			for run, i := range without {
+				if (i-1)/tt.want != run {
+					t.Errorf("lists without items = %v, want one in each run of %d", without, tt.want)
+				}
+				places[(i-1)%tt.want] = true
+			}
+			// ...but not always at the same place in its run, or a client
+			// that picks its flows in a fixed cycle would see every
+			// omission in the same flow.
+			if len(places) == 1 {
+				t.Errorf("lists without items = %v: always at the same place in a run of %d", without, tt.want)
+			}
 		})
+	}
+	// The places are drawn from the seed: the same seed, the same lists.
+	first, _ := omissions(t, Options{Seed: 5}, 100)
+	again, _ := omissions(t, Options{Seed: 5}, 100)
+	other, _ := omissions(t, Options{Seed: 6}, 100)
+	if !reflect.DeepEqual(first, again) || reflect.DeepEqual(first, other) {
+		t.Errorf("seed 5 omits %v then %v, seed 6 %v; want the same for one seed, not for another", first, again, other)
 	}
 }
 
@@ -308,20 +343,30 @@ func TestJourneyOrder(t *testing.T) {
 	})
 }
 
-func TestJourneyAfterFailedCapture(t *testing.T) {
-	h, j := newJourneyHandler(t, Options{ListOmitEvery: 2})
-	a, b := login(t, h, "a"), login(t, h, "b")
-	ids, ok := a.list() // list 1: items
-	if !ok {
-		t.Fatal("the first list has no items")
+// listUntil lists until a list has items (want true) or has none, and
+// returns the last ids listed and the number of lists made.
+func (s *shopper) listUntil(want bool) ([]int, int64) {
+	s.t.Helper()
+	for n := int64(1); n <= 20; n++ {
+		if ids, ok := s.list(); ok == want {
+			return ids, n
+		}
 	}
+	s.t.Fatalf("20 lists in a row, none with items %v", want)
+	return nil, 0
+}
+
+func TestJourneyAfterFailedCapture(t *testing.T) {
+	h, j := newJourneyHandler(t, Options{ListOmitEvery: 3})
+	a, b := login(t, h, "a"), login(t, h, "b")
+	ids, lists := a.listUntil(true)
+	without := lists - 1
 	id := strconv.Itoa(ids[0])
 	if rec := a.detail(id); rec.Code != http.StatusOK {
 		t.Fatalf("detail: status %d", rec.Code)
 	}
-	if _, ok := a.list(); ok { // list 2: no items; a's capture would fail here
-		t.Fatal("the second list has items")
-	}
+	_, n := a.listUntil(false) // a's capture would fail here
+	lists, without = lists+n, without+1
 	// A client that went on regardless still holds an id listed before:
 	// the requests succeed, but they are counted.
 	if rec := a.detail(id); rec.Code != http.StatusOK {
@@ -331,21 +376,19 @@ func TestJourneyAfterFailedCapture(t *testing.T) {
 		t.Errorf("order after the failed capture: status %d", rec.Code)
 	}
 	// Another token is not marked.
-	bids, ok := b.list() // list 3: items
-	if !ok {
-		t.Fatal("the third list has no items")
-	}
+	bids, n := b.listUntil(true)
+	lists, without = lists+n, without+n-1
 	if rec := b.detail(strconv.Itoa(bids[0])); rec.Code != http.StatusOK {
 		t.Errorf("b's detail: status %d", rec.Code)
 	}
 	wantStats(t, j, JourneyStats{
-		Logins: 2, Lists: 3, ListsWithoutItems: 1, Details: 3,
+		Logins: 2, Lists: lists, ListsWithoutItems: without, Details: 3,
 		Orders: 1, OrdersCreated: 1, SentAfterFailedCapture: 2,
 	})
-	// The next list of a's clears the mark, whatever it returns.
-	a.list() // list 4: no items, a marked again
-	a.list() // list 5: items, a cleared
+	// The next list of a's with items clears the mark.
+	a.listUntil(true)
 	a.detail(id)
+	a.order(`{"product_id":` + id + `}`)
 	if got := j.snapshot().SentAfterFailedCapture; got != 2 {
 		t.Errorf("sent after a failed capture = %d after a list cleared the mark, want 2", got)
 	}
@@ -392,7 +435,7 @@ func TestJourneyUsersBounded(t *testing.T) {
 // and checks that the counts add up to what the clients did.
 func TestJourneyConcurrent(t *testing.T) {
 	h, j := newJourneyHandler(t, Options{ListOmitEvery: 7})
-	const users, rounds = 8, 10
+	const users, rounds = 8, 7 // 56 lists: 8 runs of 7
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var lists, without, details, created int64
