@@ -24,6 +24,16 @@ scenario "shop" {
 `
 }
 
+// authorization returns the Authorization header of a request value, or
+// "(none)" when its headers are null.
+func authorization(v cty.Value) string {
+	h := v.GetAttr("headers")
+	if h.IsNull() || !h.IsWhollyKnown() {
+		return "(none)"
+	}
+	return h.Index(cty.StringVal("Authorization")).AsString()
+}
+
 func requestNames(reqs []*Request) []string {
 	names := make([]string, len(reqs))
 	for i, r := range reqs {
@@ -116,8 +126,13 @@ func TestLoadJourney(t *testing.T) {
 			line = c.DeclRange.Start.Line
 		}
 	}
-	if m := byName["list"].Captures[3].Regexp.FindStringSubmatch("a?id=42&b"); len(m) != 2 || m[1] != "42" {
-		t.Errorf("regex capture matches %q", m)
+	for _, c := range byName["list"].Captures {
+		if c.Source != CaptureRegex || c.Regexp == nil {
+			continue
+		}
+		if m := c.Regexp.FindStringSubmatch("a?id=42&b"); len(m) != 2 || m[1] != "42" {
+			t.Errorf("regex capture matches %q", m)
+		}
 	}
 	if !byName["list"].NeedsBody() || !byName["list"].NeedsHeaders() || byName["login"].NeedsBody() != true || byName["home"].NeedsBody() {
 		t.Error("NeedsBody/NeedsHeaders do not follow the captures")
@@ -175,7 +190,7 @@ func TestEvalReadsVars(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
-		if got := v.GetAttr("headers").Index(cty.StringVal("Authorization")).AsString(); got != "Bearer "+tc.token {
+		if got := authorization(v); got != "Bearer "+tc.token {
 			t.Errorf("Authorization = %q, want Bearer %s", got, tc.token)
 		}
 		id, _ := v.GetAttr("json").GetAttr("product_id").AsBigFloat().Int64()
@@ -268,7 +283,7 @@ func TestVarsInLetAndDelivery(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if got := v.GetAttr("headers").Index(cty.StringVal("Authorization")).AsString(); got != "Bearer tok" {
+	if got := authorization(v); got != "Bearer tok" {
 		t.Errorf("Authorization = %q", got)
 	}
 	if d != (Delivery{Set: true, Key: "tok", ID: "4"}) {
@@ -297,7 +312,7 @@ func TestVarsCheckedByProtocolPerCall(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if got := v.GetAttr("headers").Index(cty.StringVal("Authorization")).AsString(); got != "Bearer tok" {
+	if got := authorization(v); got != "Bearer tok" {
 		t.Errorf("Authorization = %q", got)
 	}
 }
