@@ -323,7 +323,8 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		defer t.Stop()
 	}
 
-	r := &run{ctx: ctx, c: c, sc: sc, s: s, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay}
+	r := &run{ctx: ctx, c: c, sc: sc, s: s, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay,
+		keepBody: call.KeepBody, keepHeaders: call.KeepHeaders}
 	status, kind := r.hold()
 	end := time.Now()
 	r.close(end)
@@ -336,6 +337,8 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		BytesSent:     s.sent.Load(),
 		BytesReceived: s.received.Load(),
 		Message:       r.message(kind),
+		Body:          r.body,
+		Headers:       r.headers,
 	})
 }
 
@@ -350,6 +353,14 @@ type run struct {
 	events      int
 	frame       frame
 	why         string // the message of the last loss, for the request sample
+
+	// What the request sample hands back for a check or a capture, and
+	// only when the call asks (docs/sse.md, "Checks and captures"): the
+	// data of the last event, in a buffer of the run's own, since the
+	// frame's is reused, and the headers of the last response.
+	keepBody, keepHeaders bool
+	body                  []byte
+	headers               map[string][]string
 
 	// mu serialises the VU's goroutine and the client's settle ticker:
 	// emit, which a protocol's caller need not make safe for concurrent
@@ -513,6 +524,9 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 		return 0, r.connErr(err), true
 	}
 	s.arm(time.Time{})
+	if r.keepHeaders {
+		r.headers = resp.Header // the response's own map, read once the call ends
+	}
 	if s.stopReason() != stopNone {
 		return resp.StatusCode, protocols.ErrNone, false
 	}
@@ -569,6 +583,9 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 		r.deliver(f.data, now)
 		r.mu.Unlock()
 		r.events++
+		if r.keepBody {
+			r.body = append(r.body[:0], f.data...)
+		}
 		if sc.events > 0 && r.events >= sc.events {
 			return resp.StatusCode, protocols.ErrNone, false
 		}
