@@ -133,15 +133,18 @@ func (l *loader) decodeCapture(attr *hcl.Attribute) (Capture, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return c, diags
 	}
+	str := v
 	if v.IsKnown() && !v.IsNull() {
-		v, _ = convert.Convert(v, cty.String)
+		if sv, err := convert.Convert(v, cty.String); err == nil {
+			str = sv
+		}
 	}
-	if !v.IsWhollyKnown() || v.IsNull() || v.Type() != cty.String {
+	if !str.IsWhollyKnown() || str.IsNull() || str.Type() != cty.String {
 		return c, append(diags, errorDiag(arg.Range(), "Invalid capture argument",
 			"The argument of %s is %s, a string known when the test is loaded, such as %s; got %s.",
 			call.Name, f.arg, f.example, friendlyValue(v)))
 	}
-	c.Arg = v.AsString()
+	c.Arg = str.AsString()
 	switch c.Source {
 	case CaptureRegex:
 		re, err := regexp.Compile(c.Arg)

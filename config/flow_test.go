@@ -447,3 +447,49 @@ scenario "plain" {
 		})
 	}
 }
+
+// TestCaptureArguments checks the arguments of the capture functions:
+// constants, from var and local too, in the right number.
+func TestCaptureArguments(t *testing.T) {
+	for _, tc := range []struct {
+		name, capture string
+		want          string // "" for no error
+		arg           string // the argument read, when no error
+	}{
+		{"variable", `x = json(var.path)`, "", "data.id"},
+		{"local regex", `x = regex(local.pattern)`, "", `n=(\d)`},
+		{"template", `x = header("X-${var.path}")`, "", "X-data.id"},
+		{"status with an argument", `x = status("200")`, "Wrong number of arguments to status()", ""},
+		{"header without its name", `x = header()`, "Wrong number of arguments to header()", ""},
+		{"null argument", `x = cookie(null)`, "Invalid capture argument", ""},
+		{"list argument", `x = cookie(["a"])`, "Invalid capture argument", ""},
+		{"expanded argument", `x = json(["a"]...)`, "not expanded with ...", ""},
+		{"misspelled function", `x = jsn("a")`, `Did you mean "json"?`, ""},
+		{"per-iteration value", `x = json(vu.vars.x)`, "Per-iteration value not allowed here", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := `
+variable "path" { default = "data.id" }
+locals { pattern = "n=(\\d)" }
+` + journey(`
+  request "r" {
+    capture { `+tc.capture+` }
+  }`)
+			test, diags := parseString(t, src, testOptions())
+			got := render(t, test, diags)
+			if tc.want != "" {
+				if !strings.Contains(got, tc.want) || len(diags.Errs()) != 1 {
+					t.Errorf("diagnostics do not say %q once:\n%s", tc.want, got)
+				}
+				return
+			}
+			if diags.HasErrors() {
+				t.Fatalf("unexpected errors:\n%s", got)
+			}
+			cs := test.Scenarios[0].Requests[0].Captures
+			if len(cs) != 1 || cs[0].Arg != tc.arg {
+				t.Errorf("captures = %+v, want one with argument %q", cs, tc.arg)
+			}
+		})
+	}
+}
