@@ -31,10 +31,14 @@ target "shop" {
 
 scenario "shop" {
   executor = "ramping-vus"
+  # VUs come and go: a VU that returns after the lull keeps its token and
+  # does not log in again, so the shop sees one login per VU, 20 in all.
   stages = [
-    { duration = "5s", target = 20 },  # ramp up
-    { duration = "10s", target = 20 }, # hold
-    { duration = "5s", target = 0 },   # ramp down
+    { duration = "4s", target = 20 }, # ramp up
+    { duration = "4s", target = 20 }, # hold
+    { duration = "4s", target = 5 },  # a lull
+    { duration = "4s", target = 20 }, # back up
+    { duration = "4s", target = 0 },  # ramp down
   ]
   think_time = uniform("50ms", "150ms") # between iterations
 
