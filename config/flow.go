@@ -67,6 +67,15 @@ func (st *stepDecl) where() string {
 	return ""
 }
 
+// place describes where a step sits, for messages: `in flow "order"`,
+// "in setup" or "a bare request".
+func (st *stepDecl) place() string {
+	if st.group.kind == groupBare {
+		return "a bare request"
+	}
+	return strings.TrimPrefix(st.where(), " ")
+}
+
 // varScope is what a request may read of vu.vars: the names captured
 // before it runs, and every capture of its scenario, to say where the
 // others are.
@@ -145,9 +154,13 @@ func (l *loader) decodeSteps(s *Scenario, blocks []*hcl.Block, def scenarioTarge
 			continue
 		}
 		if earlier, dup := seen[name]; dup {
+			places := ""
+			if earlier.group.kind != groupBare || st.group.kind != groupBare {
+				places = fmt.Sprintf(", %s; this one is %s", earlier.place(), st.place())
+			}
 			diags = append(diags, errorDiag(b.DefRange, fmt.Sprintf("Duplicate request %q", name),
 				"A request named %q is already defined at %s%s. Request names are unique within a scenario, here %q, across its setup, its flows and its bare requests, so that each request has figures of its own.",
-				name, position(earlier.block.DefRange), earlier.where(), s.Name))
+				name, position(earlier.block.DefRange), places, s.Name))
 			continue
 		}
 		seen[name] = st
