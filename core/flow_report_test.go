@@ -324,3 +324,64 @@ func TestSetupAndFlowWarnings(t *testing.T) {
 		t.Errorf("summary warnings:\n%s\nwant:\n%s", strings.Join(sum.Warnings, "\n"), strings.Join(wantSum, "\n"))
 	}
 }
+
+// TestPlanMix: the plan lists each mix entry with its weight and share,
+// each flow's steps in order with what they capture, and the setup's
+// steps; Requests keeps one entry per request an iteration may send, a
+// step with its flow's share.
+func TestPlanMix(t *testing.T) {
+	test := shopTest()
+	s := test.Scenarios[0]
+	s.Mix[0].ThinkTime = config.ThinkTime{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond}
+	s.Setup.Steps[0].Captures = []config.Capture{{Name: "token", Source: config.CaptureJSON, Arg: "token"}, {Name: "session", Source: config.CaptureCookie, Arg: "sid"}}
+	s.Mix[0].Steps[1].ContinueOnFailure = true
+	plans := Plan(test, Segment{})
+	p := plans[0]
+	// Weights 1 (order), 1 (refund) and 3 (home): shares of 5.
+	wantMix := []struct {
+		name   string
+		weight int
+		share  float64
+		single bool
+		steps  []string
+	}{
+		{"order", 1, 0.2, false, []string{"list", "buy"}},
+		{"refund", 1, 0.2, false, []string{"refund"}},
+		{"home", 3, 0.6, true, []string{"home"}},
+	}
+	if len(p.Mix) != len(wantMix) {
+		t.Fatalf("mix %+v, want %d entries", p.Mix, len(wantMix))
+	}
+	for i, w := range wantMix {
+		f := p.Mix[i]
+		var steps []string
+		for _, st := range f.Steps {
+			steps = append(steps, st.Name)
+		}
+		if f.Name != w.name || f.Weight != w.weight || !near(f.Share, w.share, 1e-12) || f.Single != w.single || !slices.Equal(steps, w.steps) {
+			t.Errorf("mix entry %d: %s weight %d share %v single %v steps %q; want %+v", i, f.Name, f.Weight, f.Share, f.Single, steps, w)
+		}
+	}
+	if p.Mix[0].ThinkTime.Min != 50*time.Millisecond || !p.Mix[0].Steps[1].ContinueOnFailure || p.Mix[0].Steps[0].ContinueOnFailure {
+		t.Errorf("order: think time %v, continue on failure %v %v", p.Mix[0].ThinkTime, p.Mix[0].Steps[0].ContinueOnFailure, p.Mix[0].Steps[1].ContinueOnFailure)
+	}
+	if p.Setup == nil || len(p.Setup.Steps) != 1 || p.Setup.Steps[0].Name != "login" ||
+		!slices.Equal(p.Setup.Steps[0].Captures, []string{"token", "session"}) || p.Setup.Weight != 0 || p.Setup.Share != 0 {
+		t.Errorf("setup %+v, want login capturing token and session, with no weight nor share", p.Setup)
+	}
+	wantRequests := []RequestShare{
+		{"list", "t", 1, 0.2}, {"buy", "t", 1, 0.2}, {"refund", "t", 1, 0.2}, {"home", "t", 3, 0.6},
+	}
+	if !slices.EqualFunc(p.Requests, wantRequests, func(a, b RequestShare) bool {
+		return a.Name == b.Name && a.Target == b.Target && a.Weight == b.Weight && near(a.Share, b.Share, 1e-12)
+	}) {
+		t.Errorf("requests %+v, want %+v", p.Requests, wantRequests)
+	}
+	// A scenario built with no mix (only requests) plans them as bare
+	// requests, as before flows.
+	plain := plans[1]
+	if len(plain.Mix) != 1 || !plain.Mix[0].Single || plain.Mix[0].Share != 1 || plain.Setup != nil ||
+		len(plain.Requests) != 1 || plain.Requests[0] != (RequestShare{"r", "t", 1, 1}) {
+		t.Errorf("plain: mix %+v, setup %+v, requests %+v", plain.Mix, plain.Setup, plain.Requests)
+	}
+}

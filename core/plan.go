@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/hload/hload/config"
@@ -28,7 +29,17 @@ type ScenarioPlan struct {
 	// PeakRate is the open model's highest rate, per second.
 	PeakRate        float64
 	PreAllocatedVUs int
-	Requests        []RequestShare
+	// Requests are the requests an iteration may send, in the order of
+	// Mix: each bare request, and each step of each flow with its flow's
+	// weight and share (a run of the flow sends it at most once). The
+	// setup's steps are not in it: they are not part of iterations.
+	Requests []RequestShare
+	// Mix is what an iteration picks from, by weight, in file order: the
+	// flows and the bare requests (Single), each with its steps.
+	Mix []FlowShare
+	// Setup is the steps each VU runs once before its first iteration,
+	// with no weight nor share; nil when the scenario has no setup.
+	Setup *FlowShare
 }
 
 // RatePoint is the planned arrival rate, per second, at a time.
@@ -55,6 +66,42 @@ type RequestShare struct {
 	Target string
 	Weight int
 	Share  float64 // 0..1
+}
+
+// FlowShare is an entry of a scenario's mix, a flow or a bare request,
+// with its expected share of the iterations and its steps in order; or a
+// scenario's setup.
+type FlowShare struct {
+	Name   string
+	Weight int
+	Share  float64 // 0..1; 0 for a setup
+	// Single marks a bare request: its one step is the request itself.
+	Single bool
+	// ThinkTime is the pause between two steps; zero means none.
+	ThinkTime config.ThinkTime
+	Steps     []StepPlan
+}
+
+// StepPlan is one step of a flow or a setup.
+type StepPlan struct {
+	Name   string
+	Target string
+	// Captures are the names the step captures into vu.vars, in file
+	// order.
+	Captures []string
+	// ContinueOnFailure lets the flow go on past this step when it fails.
+	ContinueOnFailure bool
+}
+
+// Targets returns the targets of the steps, each once, in step order.
+func (f FlowShare) Targets() []string {
+	var out []string
+	for _, st := range f.Steps {
+		if !slices.Contains(out, st.Target) {
+			out = append(out, st.Target)
+		}
+	}
+	return out
 }
 
 // Plan computes every scenario's schedule for the segment.
@@ -93,19 +140,52 @@ func Plan(test *config.Test, seg Segment) []ScenarioPlan {
 		for _, pt := range p.Points {
 			p.MaxVUs = max(p.MaxVUs, pt.VUs)
 		}
-		total := 0
-		for _, r := range s.Requests {
-			total += r.Weight
-		}
-		for _, r := range s.Requests {
-			p.Requests = append(p.Requests, RequestShare{
-				Name: r.Name, Target: r.Target, Weight: r.Weight,
-				Share: float64(r.Weight) / float64(total),
-			})
-		}
+		planMix(&p, s)
 		plans = append(plans, p)
 	}
 	return plans
+}
+
+// planMix fills a plan's mix, setup and requests.
+func planMix(p *ScenarioPlan, s *config.Scenario) {
+	mix := s.Mix
+	if len(mix) == 0 {
+		// A scenario built without its mix, as a test may: every request
+		// is a bare one.
+		for _, r := range s.Requests {
+			mix = append(mix, &config.Flow{Name: r.Name, Weight: r.Weight, Steps: []*config.Request{r}, Single: true})
+		}
+	}
+	total := 0
+	for _, f := range mix {
+		total += f.Weight
+	}
+	for _, f := range mix {
+		fs := flowShare(f)
+		fs.Share = float64(f.Weight) / float64(total)
+		p.Mix = append(p.Mix, fs)
+		for _, st := range f.Steps {
+			p.Requests = append(p.Requests, RequestShare{Name: st.Name, Target: st.Target, Weight: f.Weight, Share: fs.Share})
+		}
+	}
+	if s.Setup != nil {
+		setup := flowShare(s.Setup)
+		setup.Weight = 0
+		p.Setup = &setup
+	}
+}
+
+// flowShare describes a flow's steps; its share is the caller's to set.
+func flowShare(f *config.Flow) FlowShare {
+	fs := FlowShare{Name: f.Name, Weight: f.Weight, Single: f.Single, ThinkTime: f.ThinkTime}
+	for _, r := range f.Steps {
+		st := StepPlan{Name: r.Name, Target: r.Target, ContinueOnFailure: r.ContinueOnFailure}
+		for _, c := range r.Captures {
+			st.Captures = append(st.Captures, c.Name)
+		}
+		fs.Steps = append(fs.Steps, st)
+	}
+	return fs
 }
 
 // planArrivals fills an open-model plan: the rate where it bends, the

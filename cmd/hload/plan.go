@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -67,12 +68,68 @@ func printPlan(w io.Writer, p core.ScenarioPlan, latency time.Duration) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w, "  request mix:")
+	printMix(w, p)
+}
+
+// printMix prints the setup's steps, then what an iteration picks from:
+// each bare request and each flow with its weight, its share and, for a
+// flow, its steps in order.
+func printMix(w io.Writer, p core.ScenarioPlan) {
+	if p.Setup != nil {
+		fmt.Fprintf(w, "  setup        target %s: %s; once per VU, before its first iteration\n",
+			strings.Join(p.Setup.Targets(), ", "), steps(*p.Setup))
+	}
+	fmt.Fprintln(w, "  mix (an iteration runs one entry, picked by weight):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, r := range p.Requests {
-		fmt.Fprintf(tw, "    %s\ttarget %s\tweight %d\t%.1f %%\n", r.Name, r.Target, r.Weight, r.Share*100)
+	for _, f := range p.Mix {
+		kind, what := "flow", steps(f)
+		if f.Single {
+			kind, what = "request", notes(f.Steps[0])
+		}
+		line := fmt.Sprintf("    %s %s\ttarget %s\tweight %d\t%.1f %%", kind, f.Name, strings.Join(f.Targets(), ", "), f.Weight, f.Share*100)
+		if what != "" {
+			line += "\t" + what
+		}
+		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+}
+
+// steps renders a flow's steps in order, such as
+// "list (captures product) -> buy; 50ms between steps".
+func steps(f core.FlowShare) string {
+	parts := make([]string, len(f.Steps))
+	for i, st := range f.Steps {
+		parts[i] = st.Name
+		if c := notes(st); c != "" {
+			parts[i] += " " + c
+		}
+	}
+	s := strings.Join(parts, " -> ")
+	if t := f.ThinkTime; t.Max > 0 && len(f.Steps) > 1 {
+		if t.Min == t.Max {
+			s += fmt.Sprintf("; %s between steps", t.Min)
+		} else {
+			s += fmt.Sprintf("; uniform(%s, %s) between steps", t.Min, t.Max)
+		}
+	}
+	return s
+}
+
+// notes renders what a step captures, as "(captures token, session)",
+// and whether the flow goes on when it fails; "" when neither.
+func notes(st core.StepPlan) string {
+	var notes []string
+	if len(st.Captures) > 0 {
+		notes = append(notes, "captures "+strings.Join(st.Captures, ", "))
+	}
+	if st.ContinueOnFailure {
+		notes = append(notes, "on_failure continue")
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(notes, "; ") + ")"
 }
 
 // printOpenPlan prints an arrival-rate schedule and sizes its VU pool.
