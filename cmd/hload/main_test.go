@@ -254,30 +254,16 @@ func TestInterruptIsGraceful(t *testing.T) {
 	t.Logf("interrupted after ~2.5s: %d requests in summary, CSV and server alike", want)
 }
 
-// csvCount adds up the count column of an interval CSV.
+// csvCount adds up the count column of an interval CSV's request rows:
+// flow rows (kind "flow") count flows, not requests.
 func csvCount(t *testing.T, path string) int64 {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := -1
-	for i, h := range rows[0] {
-		if h == "count" {
-			col = i
-		}
-	}
-	if col < 0 {
-		t.Fatalf("no count column in %v", rows[0])
-	}
 	var total int64
-	for _, row := range rows[1:] {
-		n, err := strconv.ParseInt(row[col], 10, 64)
+	for _, row := range csvRows(t, path) {
+		if row["kind"] != "request" {
+			continue
+		}
+		n, err := strconv.ParseInt(row["count"], 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
