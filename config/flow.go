@@ -85,68 +85,24 @@ type varScope struct {
 	steps []*stepDecl // every request block of the scenario, in file order
 }
 
+// scenarioShape is where each request block of a scenario sits.
+type scenarioShape struct {
+	steps    []*stepDecl  // every request block, in file order
+	mix      []*stepGroup // the flows and bare requests, in file order
+	setup    *stepGroup   // nil when there is none
+	runnable bool         // a flow block or a bare request
+}
+
 // decodeSteps decodes the setup, flow and request blocks of scenario s
 // into s.Setup, s.Mix and s.Requests, and returns whether s has anything
 // for an iteration to run (a flow block or a bare request).
 func (l *loader) decodeSteps(s *Scenario, blocks []*hcl.Block, def scenarioTarget) (hcl.Diagnostics, bool) {
-	var diags hcl.Diagnostics
-	var steps []*stepDecl
-	var mix []*stepGroup // flows and bare requests, in file order
-	var setup *stepGroup
-	var setupBlock *hcl.Block
-	flows := map[string]*hcl.Block{}
-	runnable := false
-	add := func(g *stepGroup, b *hcl.Block) {
-		st := &stepDecl{block: b, group: g, index: len(g.steps), captures: captureBlockNames(b)}
-		g.steps = append(g.steps, st)
-		steps = append(steps, st)
-	}
-	// First the shape: which request runs after which, so that the scope
-	// of vu.vars is known before any request is decoded.
-	for _, b := range blocks {
-		switch b.Type {
-		case blockRequest:
-			runnable = true
-			g := &stepGroup{kind: groupBare}
-			mix = append(mix, g)
-			add(g, b)
-		case blockSetup:
-			if setupBlock != nil {
-				diags = append(diags, errorDiag(b.DefRange, "Duplicate setup block",
-					"Scenario %q already has a setup block at %s. Put all the steps of its setup in that one block, in order.",
-					s.Name, position(setupBlock.DefRange)))
-				continue
-			}
-			setupBlock = b
-			content, d := b.Body.Content(setupSchema)
-			diags = append(diags, d...)
-			setup = &stepGroup{kind: groupSetup, flow: &Flow{Name: SetupFlow, Weight: 1, DeclRange: b.DefRange}}
-			diags = append(diags, l.decodeStepsThinkTime(setup.flow, content)...)
-			for _, rb := range content.Blocks {
-				add(setup, rb)
-			}
-			if len(content.Blocks) == 0 && !d.HasErrors() {
-				diags = append(diags, errorDiag(b.DefRange, "Setup without steps",
-					`The setup of scenario %q has no request block, so it would do nothing. Add the requests each virtual user runs once before its first iteration, such as request "login" { ... }, or remove the setup block.`,
-					s.Name))
-			}
-		case blockFlow:
-			runnable = true
-			g, content, d := l.decodeFlowBlock(s, b, flows)
-			diags = append(diags, d...)
-			if g == nil {
-				continue
-			}
-			mix = append(mix, g)
-			for _, rb := range content.Blocks {
-				add(g, rb)
-			}
-		}
-	}
-
+	// First the shape, so that the scope of vu.vars is known before any
+	// request is decoded, whatever the order of the blocks.
+	shape, diags := l.decodeShape(s, blocks)
 	seen := map[string]*stepDecl{}
 	sample := l.sampleContext(s.Name)
-	for _, st := range steps {
+	for _, st := range shape.steps {
 		b := st.block
 		name := b.Labels[0]
 		if name == "" {
@@ -164,7 +120,7 @@ func (l *loader) decodeSteps(s *Scenario, blocks []*hcl.Block, def scenarioTarge
 			continue
 		}
 		seen[name] = st
-		scope := &varScope{step: st, valid: validVars(st, setup), steps: steps}
+		scope := &varScope{step: st, valid: validVars(st, shape.setup), steps: shape.steps}
 		// Each request draws its sample values from its own fixed seed,
 		// and sees as vu.vars the names captured before it runs.
 		draws := sample.NewChild()
@@ -178,17 +134,72 @@ func (l *loader) decodeSteps(s *Scenario, blocks []*hcl.Block, def scenarioTarge
 		}
 		st.group.flow.Steps = append(st.group.flow.Steps, r)
 	}
-	if setup != nil && len(setup.flow.Steps) > 0 {
-		s.Setup = setup.flow
+	if shape.setup != nil && len(shape.setup.flow.Steps) > 0 {
+		s.Setup = shape.setup.flow
 	}
-	for _, g := range mix {
+	for _, g := range shape.mix {
 		// A request that was not decoded is reported; the mix keeps what
 		// the core can run.
 		if g.flow != nil && len(g.flow.Steps) > 0 {
 			s.Mix = append(s.Mix, g.flow)
 		}
 	}
-	return diags, runnable
+	return diags, shape.runnable
+}
+
+// decodeShape decodes the setup and flow blocks of scenario s, without
+// their requests, and says where each request block sits.
+func (l *loader) decodeShape(s *Scenario, blocks []*hcl.Block) (*scenarioShape, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	shape := &scenarioShape{}
+	var setupBlock *hcl.Block
+	flows := map[string]*hcl.Block{}
+	add := func(g *stepGroup, b *hcl.Block) {
+		st := &stepDecl{block: b, group: g, index: len(g.steps), captures: captureBlockNames(b)}
+		g.steps = append(g.steps, st)
+		shape.steps = append(shape.steps, st)
+	}
+	for _, b := range blocks {
+		switch b.Type {
+		case blockRequest:
+			shape.runnable = true
+			g := &stepGroup{kind: groupBare}
+			shape.mix = append(shape.mix, g)
+			add(g, b)
+		case blockSetup:
+			if setupBlock != nil {
+				diags = append(diags, errorDiag(b.DefRange, "Duplicate setup block",
+					"Scenario %q already has a setup block at %s. Put all the steps of its setup in that one block, in order.",
+					s.Name, position(setupBlock.DefRange)))
+				continue
+			}
+			setupBlock = b
+			content, d := b.Body.Content(setupSchema)
+			diags = append(diags, d...)
+			shape.setup = &stepGroup{kind: groupSetup, flow: &Flow{Name: SetupFlow, Weight: 1, DeclRange: b.DefRange}}
+			diags = append(diags, l.decodeStepsThinkTime(shape.setup.flow, content)...)
+			for _, rb := range content.Blocks {
+				add(shape.setup, rb)
+			}
+			if len(content.Blocks) == 0 && !d.HasErrors() {
+				diags = append(diags, errorDiag(b.DefRange, "Setup without steps",
+					`The setup of scenario %q has no request block, so it would do nothing. Add the requests each virtual user runs once before its first iteration, such as request "login" { ... }, or remove the setup block.`,
+					s.Name))
+			}
+		case blockFlow:
+			shape.runnable = true
+			g, content, d := l.decodeFlowBlock(s, b, flows)
+			diags = append(diags, d...)
+			if g == nil {
+				continue
+			}
+			shape.mix = append(shape.mix, g)
+			for _, rb := range content.Blocks {
+				add(g, rb)
+			}
+		}
+	}
+	return shape, diags
 }
 
 // decodeFlowBlock decodes a flow block's name and attributes; its steps
