@@ -28,9 +28,9 @@ import (
 //
 // Every endpoint but the stats takes ?delay=D (a Go duration from 0 to
 // MaxDelay): the handler then waits exactly D instead of its simulated
-// database wait, and every response says how long the handler took in a
-// Server-Timing header ("app;dur=" milliseconds), so that a timing test knows
-// each step's server time.
+// database wait, and its responses (all but a malformed body's 400) say how
+// long the handler took in a Server-Timing header ("app;dur=" milliseconds),
+// so that a timing test knows each step's server time.
 
 // DefaultListOmitEvery is how often GET /api/products leaves its items out
 // when Options.ListOmitEvery is zero: one list response in every 20, 5 %.
