@@ -32,7 +32,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 	fmt.Fprintf(stdout, "demo shop serving on %s (GET /, POST /login, GET /products, GET /products/{id}, POST /orders;\n"+
 		"  notifications, %s delivery: POST /api/notification/send, GET /api/notification/subscribe/{userId} (SSE),\n"+
-		"  GET /api/notification/stats, PUT /api/notification/delivery); Ctrl-C stops it\n", srv.URL(), *delivery)
+		"  GET /api/notification/stats, PUT /api/notification/delivery;\n"+
+		"  journeys, with a bearer token: POST /api/login, GET /api/products, GET /api/products/{id}, POST /api/orders,\n"+
+		"  GET /api/journey/stats); Ctrl-C stops it\n", srv.URL(), *delivery)
 	<-ctx.Done()
 	return nil
 }
