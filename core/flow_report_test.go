@@ -2,10 +2,14 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -384,4 +388,302 @@ func TestPlanMix(t *testing.T) {
 		len(plain.Requests) != 1 || plain.Requests[0] != (RequestShare{"r", "t", 1, 1}) {
 		t.Errorf("plain: mix %+v, setup %+v, requests %+v", plain.Mix, plain.Setup, plain.Requests)
 	}
+}
+
+// countingShop counts what it serves by path, by its own counters: a login
+// is refused on its first attempt by each user of scenario "s" and on
+// every attempt by the users of scenario "down"; /nope always fails.
+type countingShop struct {
+	*httptest.Server
+	mu       sync.Mutex
+	attempts map[string]int // logins by user
+	refused  map[string]int // logins refused, by scenario
+	admitted map[string]int // logins admitted, by scenario
+	served   map[string]int // by path, logins apart
+}
+
+func newCountingShop(t *testing.T) *countingShop {
+	cs := &countingShop{attempts: map[string]int{}, refused: map[string]int{}, admitted: map[string]int{}, served: map[string]int{}}
+	cs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if r.URL.Path != "/login" {
+			cs.served[r.URL.Path]++
+			if r.URL.Path == "/nope" {
+				http.Error(w, "no such page", http.StatusInternalServerError)
+			}
+			return
+		}
+		user := r.URL.Query().Get("user")
+		scenario, _, _ := strings.Cut(user, "-")
+		cs.attempts[user]++
+		if scenario == "down" || cs.attempts[user] == 1 {
+			cs.refused[scenario]++
+			http.Error(w, "try later", http.StatusServiceUnavailable)
+			return
+		}
+		cs.admitted[scenario]++
+		fmt.Fprintf(w, `{"token": "tok-%s"}`, user)
+	}))
+	t.Cleanup(cs.Close)
+	return cs
+}
+
+const reportJourney = loopbackTarget + `
+scenario "s" {
+  executor   = "constant-vus"
+  vus        = 3
+  duration   = "800ms"
+  think_time = "5ms"
+  setup {
+    request "login" {
+      method = "POST"
+      path   = "/login"
+      query  = { user = "s-${vu.id}" }
+      capture {
+        token = json("token")
+      }
+    }
+  }
+  flow "order" {
+    weight = 3
+    request "a" {
+      path    = "/a"
+      headers = { Authorization = "Bearer ${vu.vars.token}" }
+    }
+    request "b" {
+      path = "/b"
+    }
+  }
+  flow "broken" {
+    request "nope" {
+      path = "/nope"
+    }
+    request "never" {
+      path = "/never"
+    }
+  }
+}
+scenario "down" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "800ms"
+  setup {
+    request "login2" {
+      method = "POST"
+      path   = "/login"
+      query  = { user = "down-${vu.id}" }
+      capture {
+        token = json("token")
+      }
+    }
+  }
+  flow "order2" {
+    request "c" {
+      path    = "/c"
+      headers = { Authorization = "Bearer ${vu.vars.token}" }
+    }
+  }
+}
+threshold {
+  metric    = "flow_failures"
+  flow      = "broken"
+  condition = "rate == 100%"
+}
+threshold {
+  metric    = "flow_duration"
+  scenario  = "s"
+  flow      = "order"
+  condition = "count > 0"
+}
+threshold {
+  metric    = "flow_failures"
+  condition = "count < 1000000"
+}
+threshold {
+  metric    = "flow_duration"
+  flow      = "order2"
+  condition = "p95 < 10s"
+}
+`
+
+// TestFlowReportEndToEnd runs flows and setups against a server that
+// counts what it serves, and compares with its counts: the flow figures of
+// the snapshots and the summary, the thresholds on them (one watches a
+// flow that never ran, as every login of its scenario fails, and does not
+// pass), and the warnings for failed setups and a flow that always fails.
+func TestFlowReportEndToEnd(t *testing.T) {
+	cs := newCountingShop(t)
+	live := &snapshotSink{}
+	test := loadTest(t, reportJourney, map[string]string{"base_url": cs.URL})
+	res := runJourneyWith(t, test, 50*time.Millisecond, Options{Sinks: []Sink{live}, Interval: 100 * time.Millisecond})
+	sum := res.sum
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+
+	// The server's counts, flow by flow: an order sent /a then /b, and
+	// both always succeed; a broken flow stopped at /nope.
+	want := map[string]map[string][2]int64{ // completed, failed
+		"s": {
+			"order":          {int64(cs.served["/b"]), 0},
+			"broken":         {0, int64(cs.served["/nope"])},
+			config.SetupFlow: {int64(cs.admitted["s"]), int64(cs.refused["s"])},
+		},
+		"down": {
+			"order2":         {0, 0},
+			config.SetupFlow: {0, int64(cs.refused["down"])},
+		},
+	}
+	if cs.served["/a"] != cs.served["/b"] || cs.served["/never"] != 0 || cs.served["/c"] != 0 || cs.served["/nope"] == 0 || cs.served["/b"] == 0 {
+		t.Fatalf("the server served %v: want as many /b as /a, some /nope, no /never nor /c", cs.served)
+	}
+	for scenario, flows := range want {
+		for name, w := range flows {
+			f := res.flow(t, scenario, name)
+			if f.Completed != w[0] || f.Failed != w[1] || f.Count != w[0]+w[1] {
+				t.Errorf("%s/%s: summary %d completed, %d failed of %d; the server says %d and %d", scenario, name, f.Completed, f.Failed, f.Count, w[0], w[1])
+			}
+			var completed, failed int64
+			for _, snap := range live.snaps {
+				if lf := flowOf(snap, scenario, name); lf != nil {
+					completed += lf.Completed
+					failed += lf.Failed
+				}
+			}
+			if completed != w[0] || failed != w[1] {
+				t.Errorf("%s/%s: the snapshots add up to %d completed, %d failed; the server says %d and %d", scenario, name, completed, failed, w[0], w[1])
+			}
+		}
+	}
+	if !live.snaps[len(live.snaps)-1].Final || len(live.snaps) < 5 {
+		t.Errorf("%d snapshots, the last final %v", len(live.snaps), live.snaps[len(live.snaps)-1].Final)
+	}
+
+	// Thresholds, in file order.
+	allFailed := int64(cs.served["/nope"] + cs.refused["s"] + cs.refused["down"])
+	wantThresholds := []struct {
+		flow   string
+		value  float64
+		passed bool
+	}{
+		{"broken", 1, true},
+		{"order", float64(cs.served["/b"]), true},
+		{"", float64(allFailed), true},
+		{"order2", 0, false},
+	}
+	for i, w := range wantThresholds {
+		got := sum.Thresholds[i]
+		if got.Flow != w.flow || got.Value != w.value || got.Passed != w.passed {
+			t.Errorf("threshold %d: %+v; want flow %q, value %v, passed %v", i+1, got, w.flow, w.value, w.passed)
+		}
+	}
+	if sum.Passed {
+		t.Error("the run passed, with a threshold on a flow that never ran")
+	}
+
+	refusedS, triedS, refusedDown := cs.refused["s"], cs.refused["s"]+cs.admitted["s"], cs.refused["down"]
+	wantWarnings := []struct{ prefix, suffix string }{
+		{fmt.Sprintf(`scenario "s": %d of %d VU setup attempts failed (http_5xx %d)`, refusedS, triedS, refusedS),
+			"; a VU whose setup failed retried it after a backoff and ran no iteration meanwhile"},
+		{fmt.Sprintf(`scenario "down": %d of %d VU setup attempts failed (http_5xx %d)`, refusedDown, refusedDown, refusedDown),
+			"; a VU whose setup failed retried it after a backoff and ran no iteration meanwhile, and no VU completed its setup"},
+		{fmt.Sprintf(`scenario "s", flow "broken": every run failed (%d of %d: http_5xx %d)`, cs.served["/nope"], cs.served["/nope"], cs.served["/nope"]), ""},
+		{`threshold "flow_duration flow=order2: p95 < 10s" had nothing to judge: no flow "order2" completed, so it did not pass`, ""},
+	}
+	for _, w := range wantWarnings {
+		if !slices.ContainsFunc(sum.Warnings, func(s string) bool { return strings.HasPrefix(s, w.prefix) && strings.HasSuffix(s, w.suffix) }) {
+			t.Errorf("summary warnings lack %q ... %q:\n%s", w.prefix, w.suffix, strings.Join(sum.Warnings, "\n"))
+		}
+	}
+	var said []string
+	for _, snap := range live.snaps {
+		said = append(said, snap.Warnings...)
+	}
+	for _, prefix := range []string{`scenario "s": `, `scenario "down": `, `scenario "s", flow "broken": every run so far failed`} {
+		n := 0
+		for _, w := range said {
+			if strings.HasPrefix(w, prefix) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("live warnings %q say %q %d times, want once", said, prefix, n)
+		}
+	}
+	t.Logf("server: %v; logins refused %v, admitted %v\nwarnings:\n%s\nlive:\n%s", cs.served, cs.refused, cs.admitted,
+		strings.Join(sum.Warnings, "\n"), strings.Join(said, "\n"))
+}
+
+// TestFlowAbortEndToEnd: an abort threshold on flow_failures stops a 20 s
+// run at the interval its flow first fails, while an abort threshold on
+// a flow that never ends (its scenario's every login fails), listed
+// first, does not stop it.
+func TestFlowAbortEndToEnd(t *testing.T) {
+	cs := newCountingShop(t)
+	test := loadTest(t, loopbackTarget+`
+scenario "s" {
+  executor   = "constant-vus"
+  vus        = 2
+  duration   = "20s"
+  think_time = "5ms"
+  flow "order" {
+    weight = 9
+    request "a" {
+      path = "/a"
+    }
+  }
+  flow "broken" {
+    request "nope" {
+      path = "/nope"
+    }
+  }
+}
+scenario "down" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "20s"
+  setup {
+    request "login" {
+      method = "POST"
+      path   = "/login"
+      query  = { user = "down-${vu.id}" }
+    }
+  }
+  flow "idle" {
+    request "c" {
+      path = "/c"
+    }
+  }
+}
+threshold {
+  metric    = "flow_duration"
+  flow      = "idle"
+  condition = "p95 < 1s"
+  abort     = true
+}
+threshold {
+  metric    = "flow_failures"
+  flow      = "broken"
+  condition = "count < 1"
+  abort     = true
+}
+`, map[string]string{"base_url": cs.URL})
+	res := runJourneyWith(t, test, 50*time.Millisecond, Options{Interval: 100 * time.Millisecond})
+	sum := res.sum
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if want := "flow_failures flow=broken: count < 1"; sum.Aborted != want {
+		t.Fatalf("aborted %q, want %q; the server served %v", sum.Aborted, want, cs.served)
+	}
+	if sum.DurationS > 10 || sum.Passed {
+		t.Errorf("the run took %.1fs of its planned 20s, passed %v", sum.DurationS, sum.Passed)
+	}
+	broken := res.flow(t, "s", "broken")
+	if cs.served["/c"] != 0 || cs.refused["down"] == 0 {
+		t.Errorf("the server served %v and refused %v logins: want no /c, and refused logins of scenario down", cs.served, cs.refused)
+	}
+	if broken.Failed != int64(cs.served["/nope"]) || sum.Thresholds[1].Value != float64(cs.served["/nope"]) {
+		t.Errorf("broken failed %d times, the threshold read %v; the server failed /nope %d times", broken.Failed, sum.Thresholds[1].Value, cs.served["/nope"])
+	}
+	t.Logf("aborted after %.2fs; the server served %v", sum.DurationS, cs.served)
 }
