@@ -55,9 +55,18 @@ type Aggregator struct {
 
 type seriesKey struct{ scenario, request string }
 
+// SetupFlow is the flow a scenario's setup is recorded as. A filter on
+// any flow ("") leaves it out: logging in once per VU is not one of the
+// journeys the mix runs, and would dilute their figures. Only a filter
+// that names it matches it.
+const SetupFlow = "setup"
+
 // seriesSet holds series by key, and sorted by scenario then name.
 type seriesSet struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// flows marks the set of flow series, where "" does not match the
+	// setup.
+	flows  bool
 	byKey  map[seriesKey]*Series
 	sorted []*Series
 }
@@ -66,7 +75,7 @@ type seriesSet struct {
 func NewAggregator() *Aggregator {
 	return &Aggregator{
 		requests: seriesSet{byKey: make(map[seriesKey]*Series)},
-		flows:    seriesSet{byKey: make(map[seriesKey]*Series)},
+		flows:    seriesSet{byKey: make(map[seriesKey]*Series), flows: true},
 	}
 }
 
@@ -516,7 +525,7 @@ func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float
 func (set *seriesSet) matching(scenario, request string) (sum counters, latencies []*hdr.Histogram, metrics map[string][]*hdr.Histogram) {
 	metrics = make(map[string][]*hdr.Histogram)
 	for _, s := range set.all() {
-		if !s.matches(scenario, request) {
+		if !s.matches(scenario, request) || (set.flows && request == "" && s.request == SetupFlow) {
 			continue
 		}
 		s.total.addTo(&sum)

@@ -724,4 +724,16 @@ func TestFlowSeries(t *testing.T) {
 	if byFlow := a.Flows(time.Second)["shop"]; byFlow["order"] == nil || byFlow["order"].Completed != 3 {
 		t.Errorf("Flows = %+v", byFlow)
 	}
+	// The setup is judged only when named.
+	a.Flow("shop", SetupFlow).RecordFlow(time.Second, "http_5xx")
+	a.FlushFlows(start, start.Add(time.Second))
+	if tot := a.FlowTotals("", "", time.Second); tot.Count != 4 || tot.Failed != 1 {
+		t.Errorf("FlowTotals of any flow = %+v, want order's 4 flows without the setup", tot)
+	}
+	if tot := a.FlowTotals("shop", SetupFlow, time.Second); tot.Count != 1 || tot.Failed != 1 {
+		t.Errorf("FlowTotals of the setup = %+v, want its 1 failure", tot)
+	}
+	if q := a.FlowQuantile("", "", 100); q > 40.1 {
+		t.Errorf("FlowQuantile max of any flow = %v ms, want 40: the setup's 1 s is left out", q)
+	}
 }
