@@ -613,8 +613,8 @@ func TestStartedFlowFinishesInGracefulStop(t *testing.T) {
 				}
 				return
 			}
-			if sentB != 0 || f.Failed != 3 || f.FailedByKind[string(protocols.ErrInterrupted)] != 3 {
-				t.Errorf("the server got %d of b; flow %+v; want no b and 3 flows interrupted", sentB, f)
+			if b := res.request(t, "s", "b"); sentB != 0 || b.Count != 0 || f.Failed != 3 || f.FailedByKind[string(protocols.ErrInterrupted)] != 3 {
+				t.Errorf("the server got %d of b, hload tried %d; flow %+v; want no b and 3 flows interrupted", sentB, b.Count, f)
 			}
 		})
 	}
@@ -683,5 +683,41 @@ scenario "s" {
 	}
 	if f := res.flow(t, "s", "f"); f.Completed != 50 {
 		t.Errorf("flow: %+v, want 50 completed", f)
+	}
+}
+
+// TestMixWeighsFlowsAndRequests: the picker weighs flows and bare
+// requests together, exactly over each cycle: 300 iterations of a flow of
+// weight 2 and a request of weight 1 are 200 runs of the flow, each
+// sending both its steps, and 100 of the request, as the server counts.
+func TestMixWeighsFlowsAndRequests(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, loopbackTarget+`scenario "s" {
+  executor   = "iterations"
+  vus        = 3
+  iterations = 100
+  flow "f" {
+    weight = 2
+    request "a" {
+      path = "/a"
+    }
+    request "b" {
+      path = "/b"
+    }
+  }
+  request "home" {
+    path = "/home"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	res := runJourney(t, test, 0)
+	if a, b, home := srv.count("/a"), srv.count("/b"), srv.count("/home"); a != 200 || b != 200 || home != 100 {
+		t.Errorf("the server got %d of a, %d of b and %d of home, want 200, 200 and 100", a, b, home)
+	}
+	if f := res.flow(t, "s", "f"); f.Completed != 200 || res.sum.Scenarios["s"].Iterations != 300 {
+		t.Errorf("flow f: %+v in %d iterations, want 200 completed in 300", f, res.sum.Scenarios["s"].Iterations)
+	}
+	if _, ok := res.sum.Scenarios["s"].Flows["home"]; ok {
+		t.Errorf("a bare request has flow figures")
 	}
 }
