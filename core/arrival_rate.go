@@ -150,11 +150,20 @@ func (p *pool) dispatch(planned time.Time) {
 func (p *pool) run(v *vu, tried func()) {
 	if tried != nil {
 		done, ranOut := v.setUp()
-		tried()
-		if !done && (ranOut || !v.retrySetup(nil)) {
-			return
+		var planned time.Time
+		waiting := false
+		if done {
+			// Idle before saying so: the pacer may start at once.
+			planned, waiting = p.next(v)
 		}
-		if planned, waiting := p.next(v); waiting && !p.runFrom(v, planned) {
+		tried()
+		if !done {
+			if ranOut || !v.retrySetup(nil) {
+				return
+			}
+			planned, waiting = p.next(v)
+		}
+		if waiting && !p.runFrom(v, planned) {
 			return
 		}
 	}

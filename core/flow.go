@@ -162,6 +162,6 @@ func (v *vu) setUp() (done, ranOut bool) {
 	if !ok {
 		return false, true
 	}
-	v.setupDone = failed == ""
+	v.setupDone = failed == protocols.ErrNone
 	return v.setupDone, false
 }

@@ -6,17 +6,18 @@ import (
 	"github.com/hload/hload/config"
 )
 
-// picker hands out request indexes in proportion to their weights. It
-// precomputes one cycle of smooth weighted round-robin (as nginx does), so
-// every run of sum(weights) consecutive picks holds the weights exactly and
-// the requests are spread evenly within the cycle rather than in bursts. A
-// shared atomic cursor lets many VUs pick without a lock.
+// picker hands out indexes into a scenario's mix (its flows and bare
+// requests) in proportion to their weights. It precomputes one cycle of
+// smooth weighted round-robin (as nginx does), so every run of
+// sum(weights) consecutive picks holds the weights exactly and the picks
+// are spread evenly within the cycle rather than in bursts. A shared
+// atomic cursor lets many VUs pick without a lock.
 type picker struct {
 	cycle  []uint16
 	cursor atomic.Uint64
 }
 
-// newPicker builds the cycle for positive weights. config rejects weights
+// newPicker builds the cycle for positive weights. config rejects a mix
 // whose cycle is longer than config.MaxWeightCycle, so the table stays small.
 func newPicker(weights []int) *picker {
 	reduced, total := config.ReduceWeights(weights)
@@ -36,7 +37,7 @@ func newPicker(weights []int) *picker {
 	return &picker{cycle: cycle}
 }
 
-// next returns the index of the next request to send.
+// next returns the index of the next flow to run.
 func (p *picker) next() int {
 	n := p.cursor.Add(1) - 1
 	return int(p.cycle[n%uint64(len(p.cycle))])

@@ -309,3 +309,25 @@ func TestOpenModelSetupFailureDropsTheIteration(t *testing.T) {
 	}
 	t.Logf("%d iterations, %d dropped; vu-2 tried to log in %d times", s.Iterations, s.DroppedIterations, len(ls.attempts["vu-2"]))
 }
+
+// TestPreAllocatedVUsReadyAtStart: the pacer starts once the pre-allocated
+// VUs are set up and idle, so with every VU pre-allocated and time to
+// spare, no iteration is dropped, not even the first.
+func TestPreAllocatedVUsReadyAtStart(t *testing.T) {
+	for range 5 {
+		ls := newLoginServer(t, always)
+		test := loadTest(t, loginScenario(`  executor          = "constant-arrival-rate"
+  rate              = 50
+  duration          = "200ms"
+  pre_allocated_vus = 1
+  max_vus           = 1`), map[string]string{"base_url": ls.URL})
+		res := runJourney(t, test, 0)
+		s := res.sum.Scenarios["s"]
+		ls.mu.Lock()
+		work := ls.work["vu-1"]
+		ls.mu.Unlock()
+		if s.DroppedIterations != 0 || s.Iterations != 10 || work != 10 {
+			t.Fatalf("%d iterations, %d dropped, the server got %d; want all 10 planned", s.Iterations, s.DroppedIterations, work)
+		}
+	}
+}
