@@ -123,9 +123,13 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		return
 	}
 	reply := make([]byte, len(payload))
+	var ends *peer
+	if call.KeepHeaders {
+		ends = new(peer) // noted only when a capture reads them
+	}
 
 	start := time.Now()
-	sent, received, err := c.roundTrip(ctx, payload, reply)
+	sent, received, err := c.roundTrip(ctx, payload, reply, ends)
 	end := time.Now()
 
 	s := protocols.Sample{
@@ -144,15 +148,24 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		s.Error = protocols.ErrProtocol
 	}
 	if call.KeepBody {
-		s.Body = reply[:received] // a check's body_contains reads it
+		s.Body = reply[:received] // a check's body_contains or a capture reads it
+	}
+	if ends != nil && ends.local != "" {
+		// A capture's header("Local-Address") reads them: the port the
+		// call used, and the server that answered.
+		s.Headers = map[string][]string{"Local-Address": {ends.local}, "Remote-Address": {ends.remote}}
 	}
 	emit(s)
 }
 
-// roundTrip dials, writes payload and reads len(reply) bytes back. The
-// target's timeout bounds the whole; when it passes, or when the end of the
-// run cancels ctx, a deadline in the past wakes a blocked write or read.
-func (c *client) roundTrip(ctx context.Context, payload string, reply []byte) (sent, received int, err error) {
+// peer is the two ends of a call's connection.
+type peer struct{ local, remote string }
+
+// roundTrip dials, writes payload and reads len(reply) bytes back, and
+// notes the connection's ends in ends unless it is nil. The target's
+// timeout bounds the whole; when it passes, or when the end of the run
+// cancels ctx, a deadline in the past wakes a blocked write or read.
+func (c *client) roundTrip(ctx context.Context, payload string, reply []byte, ends *peer) (sent, received int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	conn, err := c.dialer.DialContext(ctx, "tcp", c.address)
@@ -160,6 +173,9 @@ func (c *client) roundTrip(ctx context.Context, payload string, reply []byte) (s
 		return 0, 0, err
 	}
 	defer conn.Close()
+	if ends != nil {
+		ends.local, ends.remote = conn.LocalAddr().String(), conn.RemoteAddr().String()
+	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	sent, err = io.WriteString(conn, payload)

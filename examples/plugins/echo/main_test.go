@@ -266,6 +266,74 @@ func TestCalls(t *testing.T) {
 	}
 }
 
+// TestHeadersForCaptures is a capture's round trip across the wire: 4 VUs
+// of 10 calls, each asking for the headers, the body, both or neither. A
+// call that asks gets the two ends of its own connection, which the server
+// saw from its side, and its own payload back; one that does not ask gets
+// neither.
+func TestHeadersForCaptures(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{} // the clients' addresses, as the server saw them
+	srv := startServer(t, func(conn net.Conn, s *server) {
+		mu.Lock()
+		seen[conn.RemoteAddr().String()] = true
+		mu.Unlock()
+		echoBack(conn, s)
+	})
+	c := open(t, harness(t), target(srv.addr, "2s"))
+	const vus, calls = 4, 10
+	var wg sync.WaitGroup
+	var localsMu sync.Mutex
+	locals := map[string]int{} // Local-Address -> calls that reported it
+	for vu := uint64(1); vu <= vus; vu++ {
+		wg.Go(func() {
+			for i := range uint64(calls) {
+				payload := fmt.Sprintf("VU %d, call %d", vu, i)
+				keepBody, keepHeaders := i%2 == 0, i%4 < 2
+				s, err := do(context.Background(), c, protocols.Call{VU: vu, Iteration: i, Request: request(payload), KeepBody: keepBody, KeepHeaders: keepHeaders})
+				if err != nil || s.Error != protocols.ErrNone {
+					t.Errorf("%q: %v %+v", payload, err, s)
+					return
+				}
+				if keepBody != (string(s.Body) == payload) || !keepBody && s.Body != nil {
+					t.Errorf("%q: body %q with KeepBody %v", payload, s.Body, keepBody)
+				}
+				if !keepHeaders {
+					if s.Headers != nil {
+						t.Errorf("%q: headers %v without KeepHeaders", payload, s.Headers)
+					}
+					continue
+				}
+				local, remote := s.Headers["Local-Address"], s.Headers["Remote-Address"]
+				if len(s.Headers) != 2 || len(local) != 1 || len(remote) != 1 || remote[0] != srv.addr {
+					t.Errorf("%q: headers %v, want Local-Address and Remote-Address %s", payload, s.Headers, srv.addr)
+					continue
+				}
+				localsMu.Lock()
+				locals[local[0]]++
+				localsMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	want := 0
+	for i := range calls {
+		if i%4 < 2 {
+			want += vus
+		}
+	}
+	if len(locals) != want {
+		t.Errorf("%d distinct Local-Address values, want one per call that asked: %d", len(locals), want)
+	}
+	for addr, n := range locals {
+		if !seen[addr] || n != 1 {
+			t.Errorf("Local-Address %s: reported by %d calls; the server saw it: %v", addr, n, seen[addr])
+		}
+	}
+}
+
 // TestErrors gives each failure its kind.
 func TestErrors(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
