@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/config"
+	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
 )
 
@@ -107,5 +109,69 @@ func TestNoCaptureNoVars(t *testing.T) {
 	v := &vu{}
 	if msg := v.captureAll(&request{cfg: &config.Request{}}, &protocols.Sample{Status: 200}); msg != "" || v.vars != nil {
 		t.Fatalf("message %q, vars %v", msg, v.vars)
+	}
+}
+
+// TestKeepOnlyWhatCapturesRead: a call asks the protocol for the body only
+// when a check or a capture reads it, and for the headers only when a
+// capture reads one, so capturing costs nothing where it is not used.
+func TestKeepOnlyWhatCapturesRead(t *testing.T) {
+	test := loadTest(t, loopbackTarget+`scenario "s" {
+  executor   = "iterations"
+  vus        = 1
+  iterations = 1
+  flow "f" {
+    request "plain" {
+      path = "/"
+    }
+    request "json" {
+      path = "/"
+      capture {
+        id = json("id")
+      }
+    }
+    request "regex" {
+      path = "/"
+      capture {
+        id = regex("id=(\\d+)")
+      }
+    }
+    request "header" {
+      path = "/"
+      capture {
+        where = header("Location")
+      }
+    }
+    request "cookie" {
+      path = "/"
+      capture {
+        session = cookie("session")
+      }
+    }
+    request "status" {
+      path = "/"
+      capture {
+        code = status()
+      }
+    }
+    request "check" {
+      path = "/"
+      check {
+        body_contains = "ok"
+      }
+    }
+  }
+}
+`, map[string]string{"base_url": "http://127.0.0.1:1"})
+	r := &run{state: &runState{}, agg: metrics.NewAggregator(), runCtx: context.Background()}
+	sc := newScenarioRun(r, test.Scenarios[0], -1)
+	want := map[string][2]bool{ // body, headers
+		"plain": {false, false}, "json": {true, false}, "regex": {true, false}, "header": {false, true},
+		"cookie": {false, true}, "status": {false, false}, "check": {true, false},
+	}
+	for _, req := range sc.requests {
+		if got := [2]bool{req.keepBody, req.keepHeaders}; got != want[req.cfg.Name] {
+			t.Errorf("%s: keep body, headers = %v, want %v", req.cfg.Name, got, want[req.cfg.Name])
+		}
 	}
 }

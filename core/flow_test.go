@@ -721,3 +721,45 @@ func TestMixWeighsFlowsAndRequests(t *testing.T) {
 		t.Errorf("a bare request has flow figures")
 	}
 }
+
+// TestFailedCaptureStillDelivered: a capture that finds nothing fails its
+// request, but the send went through, as the protocol said: the ledger
+// still expects its id, so a subscriber that never receives it counts it
+// missed. Ten ids are received; the other thirty are missed.
+func TestFailedCaptureStillDelivered(t *testing.T) {
+	p := &sendProtocol{accepted: map[string]bool{}}
+	test := loadWith(t, `
+target "t" { protocol = "send" }
+scenario "s" {
+  executor   = "iterations"
+  vus        = 2
+  iterations = 20
+  request "r" {
+    status   = 200
+    id       = "${vu.id}-${vu.iteration}"
+    delivery = { key = "k", id = "${vu.id}-${vu.iteration}" }
+    capture {
+      trace = header("X-Trace")
+    }
+  }
+}
+`, p)
+	l := delivery.NewLedger()
+	w := l.Watch("k")
+	sum, err := Run(delivery.WithLedger(context.Background(), l), test, Options{Protocols: protocols.NewRegistry(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sum.Scenarios["s"].Requests["r"]
+	if r.Count != 40 || r.ErrorsByKind[string(errCapture)] != 40 || len(p.accepted) != 40 {
+		t.Fatalf("%d calls, errors %v, %d accepted: want 40 calls, each accepted and each failing its capture", r.Count, r.ErrorsByKind, len(p.accepted))
+	}
+	for i := range 10 {
+		if got := w.Received([]byte(fmt.Sprintf("1-%d", i))); got != delivery.ReceiptFirst {
+			t.Fatalf("id 1-%d: receipt %v, want the first receipt of an expected id", i, got)
+		}
+	}
+	if missed := w.Close(time.Now().Add(time.Hour), 0); missed != 30 {
+		t.Errorf("%d expected ids missed, want the 30 accepted and not received", missed)
+	}
+}
