@@ -170,6 +170,10 @@ type outcome struct {
 	status   int
 	sent     int64
 	received int64
+	// body and headers are an rpc reply's, for a check or a capture, set
+	// only when the call asks (protocols.Call).
+	body    []byte
+	headers map[string][]string
 }
 
 func ok(sent, received int64) outcome {
@@ -190,7 +194,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		case kindConsume:
 			o = c.consume(ctx, q, emit)
 		case kindRPC:
-			o = c.rpc(ctx, q)
+			o = c.rpc(ctx, q, call)
 		}
 	}
 	end := time.Now()
@@ -202,6 +206,8 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		Error:         o.err,
 		BytesSent:     o.sent,
 		BytesReceived: o.received,
+		Body:          o.body,
+		Headers:       o.headers,
 	})
 	c.flushEvents(emit)
 }
@@ -323,7 +329,7 @@ func drainReturns(ch *channel) {
 	}
 }
 
-func (c *Client) rpc(ctx context.Context, q *request) outcome {
+func (c *Client) rpc(ctx context.Context, q *request, call protocols.Call) outcome {
 	s, err := c.session(ctx)
 	if err != nil {
 		return c.fail(ctx, nil, nil, err)
@@ -356,7 +362,14 @@ func (c *Client) rpc(ctx context.Context, q *request) outcome {
 				continue
 			}
 			s.rpc.put(ch)
-			return ok(n, int64(len(d.Body)))
+			o := ok(n, int64(len(d.Body)))
+			if call.KeepBody {
+				o.body = d.Body // the delivery's own
+			}
+			if call.KeepHeaders {
+				o.headers = replyHeaders(&d)
+			}
+			return o
 		case r := <-ch.returns:
 			if r.CorrelationId != id {
 				continue
