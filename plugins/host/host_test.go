@@ -214,6 +214,48 @@ func TestPluginRunsCalls(t *testing.T) {
 	}
 }
 
+// TestPluginHeadersCrossTheProcess: a plugin process hands back a call's
+// body and headers when the call asks, as a capture would, and neither
+// when it does not, though the fake plugin sets both on every sample.
+func TestPluginHeadersCrossTheProcess(t *testing.T) {
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := p.Open(ctx, cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct{ body, headers bool }{{true, true}, {false, true}, {true, false}, {false, false}} {
+		msg := fmt.Sprintf("body=%v headers=%v", tc.body, tc.headers)
+		var got []protocols.Sample
+		c.Do(ctx, protocols.Call{VU: 1, KeepBody: tc.body, KeepHeaders: tc.headers,
+			Request: cty.ObjectVal(map[string]cty.Value{"message": cty.StringVal(msg)})},
+			func(s protocols.Sample) {
+				s.Body = append([]byte(nil), s.Body...)
+				got = append(got, s)
+			})
+		if len(got) != 1 || got[0].Error != "" {
+			t.Fatalf("%s: samples %+v", msg, got)
+		}
+		s := got[0]
+		if tc.body != (string(s.Body) == msg) || !tc.body && len(s.Body) != 0 {
+			t.Errorf("%s: body %q", msg, s.Body)
+		}
+		switch {
+		case !tc.headers && s.Headers != nil:
+			t.Errorf("%s: headers %v, not asked for", msg, s.Headers)
+		case tc.headers && (len(s.Headers) != 2 || strings.Join(s.Headers["X-Message"], "|") != msg ||
+			strings.Join(s.Headers["Set-Cookie"], "|") != "a=1|b=2"):
+			t.Errorf("%s: headers %v", msg, s.Headers)
+		}
+	}
+}
+
 // TestPluginValidates: the plugin process checks a target with its own
 // validator; the fake plugin has no request validator, so every request
 // passes.

@@ -55,8 +55,15 @@ func (fake) Open(ctx context.Context, target cty.Value) (protocols.Client, error
 
 type client struct{}
 
+// Do answers with the request's message as the body and in a header,
+// beside a header sent twice. It hands them back whether or not the call
+// asks, so that the host's tests see the SDK drop what was not asked.
 func (client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Millisecond, Status: 200})
+	msg, _ := protocols.StringAttr(call.Request, "message")
+	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Millisecond, Status: 200,
+		Body:    []byte(msg),
+		Headers: map[string][]string{"X-Message": {msg}, "Set-Cookie": {"a=1", "b=2"}},
+	})
 }
 
 func (client) Close() error { return nil }
