@@ -115,21 +115,24 @@ func startResponder(t *testing.T, url, queue string) *rpcResponder {
 	r := &rpcResponder{answers: map[string]string{}}
 	go func() {
 		for d := range deliveries { // ends when the connection closes
-			body := fmt.Sprintf(`{"order":"o-%d","echo":%q}`, len(r.answers)+1, d.Body)
+			// Noted before the reply goes, so that whoever got the reply
+			// finds it noted.
+			r.mu.Lock()
+			n := len(r.answers) + 1
+			body := fmt.Sprintf(`{"order":"o-%d","echo":%q}`, n, d.Body)
+			r.answers[d.CorrelationId] = body
+			r.mu.Unlock()
 			_ = ch.Publish("", d.ReplyTo, false, false, amqp.Publishing{
 				CorrelationId: d.CorrelationId,
 				ContentType:   "application/json",
 				MessageId:     "reply-" + d.CorrelationId,
 				Type:          "order.created",
 				Headers: amqp.Table{
-					"x-order-id": fmt.Sprintf("o-%d", len(r.answers)+1),
-					"x-count":    int32(len(r.answers) + 1),
+					"x-order-id": fmt.Sprintf("o-%d", n),
+					"x-count":    int32(n),
 				},
 				Body: []byte(body),
 			})
-			r.mu.Lock()
-			r.answers[d.CorrelationId] = body
-			r.mu.Unlock()
 		}
 	}()
 	return r
@@ -223,6 +226,93 @@ func TestRPCReplyForCaptures(t *testing.T) {
 
 		if s := do("publish", "no reply", true, true); s.Error != "" || s.Body != nil || s.Headers != nil {
 			t.Errorf("publish: %+v; want a success with no body and no headers", s)
+		}
+	})
+}
+
+const rpcJourney = `
+target "broker" {
+  protocol = "amqp"
+  url      = "%[1]s"
+  queues   = [{ name = "%[3]s" }]
+}
+
+scenario "orders" {
+  executor     = "iterations"
+  vus          = 3
+  iterations   = 10
+  max_duration = "30s"
+  flow "order" {
+    request "place" {
+      kind        = "rpc"
+      routing_key = "%[2]s"
+      body        = "vu-${vu.id}-${vu.iteration}"
+      timeout     = "5s"
+      capture {
+        order = json("order")
+        id    = header("X-Order-Id")
+        reply = header("correlation_id")
+      }
+    }
+    request "ack" {
+      kind        = "publish"
+      routing_key = "%[3]s"
+      body        = "${vu.vars.order} ${vu.vars.id} ${vu.vars.reply}"
+    }
+  }
+}
+`
+
+// TestJourneyCapturesFromAnRPC runs a flow whose rpc step captures from
+// the reply's body, a header and a property, and whose next step
+// publishes them: on both paths, every message in the broker's queue names
+// an order the service answered, with that reply's header and correlation
+// id, and there is one per flow, by the broker's and the service's counts.
+func TestJourneyCapturesFromAnRPC(t *testing.T) {
+	url := brokerURL(t)
+	protocoltest.Run(t, New(), func(t *testing.T, path protocoltest.Path, p protocols.Protocol) {
+		rpcQ, ackQ := testQueue(t, url), testQueue(t, url)
+		service := startResponder(t, url, rpcQ)
+		sum := runTest(t, fmt.Sprintf(rpcJourney, url, rpcQ, ackQ), time.Minute, path, p)
+		flow := sum.Scenarios["orders"].Flows["order"]
+
+		conn, err := amqp.Dial(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var acks []string
+		for {
+			d, ok, err := ch.Get(ackQ, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			acks = append(acks, string(d.Body))
+		}
+		service.mu.Lock()
+		answers := maps.Clone(service.answers)
+		service.mu.Unlock()
+		t.Logf("service answered %d, broker holds %d acks; hload: %+v", len(answers), len(acks), flow)
+		seen := map[string]bool{}
+		for _, ack := range acks {
+			f := strings.Fields(ack)
+			if len(f) != 3 || f[0] != f[1] || seen[f[2]] || !strings.Contains(answers[f[2]], fmt.Sprintf(`"order":%q`, f[0])) {
+				t.Errorf("ack %q: not the order, header and correlation id of one reply (the service answered that id with %q)", ack, answers[f[2]])
+			}
+			seen[f[2]] = true
+		}
+		if len(answers) != 30 || len(acks) != 30 {
+			t.Errorf("the service answered %d rpcs and the broker holds %d acks; want 30 each (3 VUs, 10 iterations)", len(answers), len(acks))
+		}
+		if flow == nil || flow.Completed != int64(len(acks)) || flow.Failed != 0 {
+			t.Errorf("hload's flows: %+v; the broker holds %d acks", flow, len(acks))
 		}
 	})
 }
