@@ -71,8 +71,10 @@ type vu struct {
 	// success, so that its delivery id is expected by subscribers.
 	delivered bool
 	// failed is the error kind of the current call's request sample,
-	// after its captures: what the step's flow goes by.
+	// after its captures: what the step's flow goes by. ended is the
+	// sample's time, when the call ended.
 	failed protocols.ErrorKind
+	ended  time.Time
 	// calling is the request whose call is in flight, or nil; read by
 	// another goroutine only to name calls that ignore cancellation.
 	calling atomic.Pointer[request]
@@ -106,7 +108,7 @@ func (v *vu) runIteration(ctx context.Context, planned time.Time) bool {
 func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.Time {
 	sc := v.sc
 	v.current = req
-	v.failed = protocols.ErrNone
+	v.failed, v.ended = protocols.ErrNone, time.Time{}
 	it := config.Iteration{VU: v.id, Iteration: v.iteration, Scenario: sc.name, Vars: v.vars}
 	if len(req.feeders) > 0 {
 		it.Data = v.data
@@ -190,7 +192,7 @@ func (v *vu) emit(s protocols.Sample) {
 			s.Error, s.Message = errCapture, msg
 		}
 	}
-	v.failed = s.Error
+	v.failed, v.ended = s.Error, s.Time
 	if v.sc.open {
 		// The protocol timed the service from the actual send; keep that
 		// as service_time and report the response time from the plan.
@@ -255,7 +257,14 @@ func (v *vu) think(stop <-chan struct{}) bool {
 func (v *vu) pause(ctx context.Context, tt config.ThinkTime) bool {
 	d := draw(tt)
 	if d <= 0 {
-		return ctx.Err() == nil
+		// Done, not Err: every VU reads the same context, and Err takes
+		// its lock.
+		select {
+		case <-ctx.Done():
+			return false
+		default:
+			return true
+		}
 	}
 	return v.wait(d, nil, nil, ctx.Done())
 }
