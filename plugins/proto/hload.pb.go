@@ -69,7 +69,7 @@ func (x ValidateRequest_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ValidateRequest_Kind.Descriptor instead.
 func (ValidateRequest_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{9, 0}
+	return file_hload_proto_rawDescGZIP(), []int{10, 0}
 }
 
 type DescribeRequest struct {
@@ -651,17 +651,10 @@ type SampleBatch struct {
 	// sample whose message is messages[i], as for bodies.
 	MessageSample []uint32 `protobuf:"varint,17,rep,packed,name=message_sample,json=messageSample,proto3" json:"message_sample,omitempty"`
 	Messages      []string `protobuf:"bytes,18,rep,name=messages,proto3" json:"messages,omitempty"`
-	// The response headers kept (CallBatch.keep_headers,
-	// protocols.Sample.Headers), for the samples whose call asked:
-	// header_sample[i] is the index in the batch of the sample whose headers
-	// are the next header_lines[i] entries of header_name and header_value.
-	// A header sent several times has one entry per value, in order, and a
-	// sample with an empty set has an entry with 0 lines. A host built
-	// before them ignores them.
-	HeaderSample  []uint32 `protobuf:"varint,19,rep,packed,name=header_sample,json=headerSample,proto3" json:"header_sample,omitempty"`
-	HeaderLines   []uint32 `protobuf:"varint,20,rep,packed,name=header_lines,json=headerLines,proto3" json:"header_lines,omitempty"`
-	HeaderName    []string `protobuf:"bytes,21,rep,name=header_name,json=headerName,proto3" json:"header_name,omitempty"`
-	HeaderValue   []string `protobuf:"bytes,22,rep,name=header_value,json=headerValue,proto3" json:"header_value,omitempty"`
+	// The response headers kept (CallBatch.keep_headers), for the samples
+	// whose call asked; absent when there are none. A host built before it
+	// ignores it.
+	Headers       *SampleHeaders `protobuf:"bytes,19,opt,name=headers,proto3" json:"headers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,30 +808,84 @@ func (x *SampleBatch) GetMessages() []string {
 	return nil
 }
 
-func (x *SampleBatch) GetHeaderSample() []uint32 {
+func (x *SampleBatch) GetHeaders() *SampleHeaders {
 	if x != nil {
-		return x.HeaderSample
+		return x.Headers
 	}
 	return nil
 }
 
-func (x *SampleBatch) GetHeaderLines() []uint32 {
+// SampleHeaders carries the response headers of some of a SampleBatch's
+// samples (protocols.Sample.Headers): sample[i] is the index in the batch
+// of the sample whose headers are the next lines[i] entries of name and
+// value. A header sent several times has one entry per value, in order,
+// and a sample with an empty set has an entry with 0 lines. A message of
+// its own, as LedgerSteps is, so that a batch without headers, nearly
+// every one, carries a nil pointer.
+type SampleHeaders struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sample        []uint32               `protobuf:"varint,1,rep,packed,name=sample,proto3" json:"sample,omitempty"`
+	Lines         []uint32               `protobuf:"varint,2,rep,packed,name=lines,proto3" json:"lines,omitempty"`
+	Name          []string               `protobuf:"bytes,3,rep,name=name,proto3" json:"name,omitempty"`
+	Value         []string               `protobuf:"bytes,4,rep,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SampleHeaders) Reset() {
+	*x = SampleHeaders{}
+	mi := &file_hload_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SampleHeaders) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SampleHeaders) ProtoMessage() {}
+
+func (x *SampleHeaders) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[8]
 	if x != nil {
-		return x.HeaderLines
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SampleHeaders.ProtoReflect.Descriptor instead.
+func (*SampleHeaders) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SampleHeaders) GetSample() []uint32 {
+	if x != nil {
+		return x.Sample
 	}
 	return nil
 }
 
-func (x *SampleBatch) GetHeaderName() []string {
+func (x *SampleHeaders) GetLines() []uint32 {
 	if x != nil {
-		return x.HeaderName
+		return x.Lines
 	}
 	return nil
 }
 
-func (x *SampleBatch) GetHeaderValue() []string {
+func (x *SampleHeaders) GetName() []string {
 	if x != nil {
-		return x.HeaderValue
+		return x.Name
+	}
+	return nil
+}
+
+func (x *SampleHeaders) GetValue() []string {
+	if x != nil {
+		return x.Value
 	}
 	return nil
 }
@@ -853,7 +900,7 @@ type Gauge struct {
 
 func (x *Gauge) Reset() {
 	*x = Gauge{}
-	mi := &file_hload_proto_msgTypes[8]
+	mi := &file_hload_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +912,7 @@ func (x *Gauge) String() string {
 func (*Gauge) ProtoMessage() {}
 
 func (x *Gauge) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[8]
+	mi := &file_hload_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +925,7 @@ func (x *Gauge) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Gauge.ProtoReflect.Descriptor instead.
 func (*Gauge) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{8}
+	return file_hload_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Gauge) GetName() string {
@@ -905,7 +952,7 @@ type ValidateRequest struct {
 
 func (x *ValidateRequest) Reset() {
 	*x = ValidateRequest{}
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +964,7 @@ func (x *ValidateRequest) String() string {
 func (*ValidateRequest) ProtoMessage() {}
 
 func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[9]
+	mi := &file_hload_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +977,7 @@ func (x *ValidateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateRequest.ProtoReflect.Descriptor instead.
 func (*ValidateRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{9}
+	return file_hload_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ValidateRequest) GetKind() ValidateRequest_Kind {
@@ -959,7 +1006,7 @@ type ValidateResponse struct {
 
 func (x *ValidateResponse) Reset() {
 	*x = ValidateResponse{}
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1018,7 @@ func (x *ValidateResponse) String() string {
 func (*ValidateResponse) ProtoMessage() {}
 
 func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[10]
+	mi := &file_hload_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1031,7 @@ func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
 func (*ValidateResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{10}
+	return file_hload_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ValidateResponse) GetChecked() bool {
@@ -1017,7 +1064,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[11]
+	mi := &file_hload_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1076,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[11]
+	mi := &file_hload_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1089,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{11}
+	return file_hload_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -1061,7 +1108,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[12]
+	mi := &file_hload_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1120,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[12]
+	mi := &file_hload_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1133,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{12}
+	return file_hload_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -1142,7 +1189,7 @@ const file_hload_proto_rawDesc = "" +
 	"\x06number\x18\x03 \x03(\x04R\x06number\x12\x12\n" +
 	"\x04kind\x18\x04 \x03(\rR\x04kind\x12\x19\n" +
 	"\bbegin_id\x18\x05 \x03(\fR\abeginId\x12&\n" +
-	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\x97\x05\n" +
+	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\xc5\x04\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
@@ -1164,12 +1211,13 @@ const file_hload_proto_rawDesc = "" +
 	"\x06bodies\x18\x0f \x03(\fR\x06bodies\x12\x16\n" +
 	"\x06follow\x18\x10 \x03(\tR\x06follow\x12%\n" +
 	"\x0emessage_sample\x18\x11 \x03(\rR\rmessageSample\x12\x1a\n" +
-	"\bmessages\x18\x12 \x03(\tR\bmessages\x12#\n" +
-	"\rheader_sample\x18\x13 \x03(\rR\fheaderSample\x12!\n" +
-	"\fheader_lines\x18\x14 \x03(\rR\vheaderLines\x12\x1f\n" +
-	"\vheader_name\x18\x15 \x03(\tR\n" +
-	"headerName\x12!\n" +
-	"\fheader_value\x18\x16 \x03(\tR\vheaderValueJ\x04\b\x01\x10\x02\"1\n" +
+	"\bmessages\x18\x12 \x03(\tR\bmessages\x128\n" +
+	"\aheaders\x18\x13 \x01(\v2\x1e.hload.plugin.v1.SampleHeadersR\aheadersJ\x04\b\x01\x10\x02\"g\n" +
+	"\rSampleHeaders\x12\x16\n" +
+	"\x06sample\x18\x01 \x03(\rR\x06sample\x12\x14\n" +
+	"\x05lines\x18\x02 \x03(\rR\x05lines\x12\x12\n" +
+	"\x04name\x18\x03 \x03(\tR\x04name\x12\x14\n" +
+	"\x05value\x18\x04 \x03(\tR\x05value\"1\n" +
 	"\x05Gauge\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value\"\x92\x01\n" +
@@ -1208,7 +1256,7 @@ func file_hload_proto_rawDescGZIP() []byte {
 }
 
 var file_hload_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_hload_proto_goTypes = []any{
 	(ValidateRequest_Kind)(0), // 0: hload.plugin.v1.ValidateRequest.Kind
 	(*DescribeRequest)(nil),   // 1: hload.plugin.v1.DescribeRequest
@@ -1219,33 +1267,35 @@ var file_hload_proto_goTypes = []any{
 	(*CallBatch)(nil),         // 6: hload.plugin.v1.CallBatch
 	(*LedgerSteps)(nil),       // 7: hload.plugin.v1.LedgerSteps
 	(*SampleBatch)(nil),       // 8: hload.plugin.v1.SampleBatch
-	(*Gauge)(nil),             // 9: hload.plugin.v1.Gauge
-	(*ValidateRequest)(nil),   // 10: hload.plugin.v1.ValidateRequest
-	(*ValidateResponse)(nil),  // 11: hload.plugin.v1.ValidateResponse
-	(*CloseRequest)(nil),      // 12: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),     // 13: hload.plugin.v1.CloseResponse
+	(*SampleHeaders)(nil),     // 9: hload.plugin.v1.SampleHeaders
+	(*Gauge)(nil),             // 10: hload.plugin.v1.Gauge
+	(*ValidateRequest)(nil),   // 11: hload.plugin.v1.ValidateRequest
+	(*ValidateResponse)(nil),  // 12: hload.plugin.v1.ValidateResponse
+	(*CloseRequest)(nil),      // 13: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),     // 14: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
 	2,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
 	2,  // 1: hload.plugin.v1.DescribeResponse.request_schema:type_name -> hload.plugin.v1.Attribute
 	7,  // 2: hload.plugin.v1.CallBatch.ledger:type_name -> hload.plugin.v1.LedgerSteps
-	9,  // 3: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
-	0,  // 4: hload.plugin.v1.ValidateRequest.kind:type_name -> hload.plugin.v1.ValidateRequest.Kind
-	1,  // 5: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
-	4,  // 6: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
-	6,  // 7: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	12, // 8: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
-	10, // 9: hload.plugin.v1.Protocol.Validate:input_type -> hload.plugin.v1.ValidateRequest
-	3,  // 10: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	5,  // 11: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	8,  // 12: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	13, // 13: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	11, // 14: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	10, // 3: hload.plugin.v1.SampleBatch.gauges:type_name -> hload.plugin.v1.Gauge
+	9,  // 4: hload.plugin.v1.SampleBatch.headers:type_name -> hload.plugin.v1.SampleHeaders
+	0,  // 5: hload.plugin.v1.ValidateRequest.kind:type_name -> hload.plugin.v1.ValidateRequest.Kind
+	1,  // 6: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
+	4,  // 7: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
+	6,  // 8: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
+	13, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	11, // 10: hload.plugin.v1.Protocol.Validate:input_type -> hload.plugin.v1.ValidateRequest
+	3,  // 11: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	5,  // 12: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	8,  // 13: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	14, // 14: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	12, // 15: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
+	11, // [11:16] is the sub-list for method output_type
+	6,  // [6:11] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_hload_proto_init() }
@@ -1259,7 +1309,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

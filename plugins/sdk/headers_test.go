@@ -207,38 +207,57 @@ func TestServerKeepHeadersOnTheWire(t *testing.T) {
 	headers := map[uint64]string{} // call -> its header lines, as sent
 	errs := map[uint64]string{}
 	done := map[uint64]bool{}
-	for len(done) < 8 {
-		sb, err := stream.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := checkSampleBatch(sb); err != nil {
-			t.Fatalf("the plugin sent a batch its host refuses: %v", err)
-		}
-		line := 0
-		for i, s := range sb.HeaderSample {
-			var lines []string
-			for j := line; j < line+int(sb.HeaderLines[i]); j++ {
-				lines = append(lines, sb.HeaderName[j]+": "+sb.HeaderValue[j])
+	empty := 0 // batches with a headers message that holds none
+	receive := func(calls int) {
+		for len(done) < calls {
+			sb, err := stream.Recv()
+			if err != nil {
+				t.Fatal(err)
 			}
-			line += int(sb.HeaderLines[i])
-			slices.Sort(lines)
-			headers[sb.CallId[s]] = strings.Join(lines, "; ")
-		}
-		for i, id := range sb.CallId {
-			if e := sb.Error[i]; e > 0 {
-				errs[id] = sb.Names[e-1]
+			if err := checkSampleBatch(sb); err != nil {
+				t.Fatalf("the plugin sent a batch its host refuses: %v", err)
+			}
+			h := sb.Headers
+			if h == nil {
+				h = &proto.SampleHeaders{}
+			} else if len(h.Sample) == 0 {
+				empty++
+			}
+			line := 0
+			for i, s := range h.Sample {
+				var lines []string
+				for j := line; j < line+int(h.Lines[i]); j++ {
+					lines = append(lines, h.Name[j]+": "+h.Value[j])
+				}
+				line += int(h.Lines[i])
+				slices.Sort(lines)
+				headers[sb.CallId[s]] = strings.Join(lines, "; ")
+			}
+			for i, id := range sb.CallId {
+				if e := sb.Error[i]; e > 0 {
+					errs[id] = sb.Names[e-1]
+				}
+			}
+			for _, id := range sb.Done {
+				done[id] = true
 			}
 		}
-		for _, id := range sb.Done {
-			done[id] = true
-		}
+	}
+	receive(8)
+	// A call after call 5's headers went: its batch carries none, not even
+	// an empty set of them.
+	if err := stream.Send(calls(9, 1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	receive(9)
+	if empty != 0 {
+		t.Errorf("%d batches carried an empty headers message", empty)
 	}
 	want := map[uint64]string{5: "Set-Cookie: a=1; Set-Cookie: b=2; X-Id: 5"}
 	if !maps.Equal(headers, want) {
 		t.Errorf("headers sent back: %v, want only call 5's: %v", headers, want)
 	}
-	for id := uint64(1); id <= 6; id++ {
+	for _, id := range []uint64{1, 2, 3, 4, 5, 6, 9} {
 		if errs[id] != "" {
 			t.Errorf("call %d failed: %s", id, errs[id])
 		}
@@ -262,10 +281,12 @@ func TestSampleBatchHeaders(t *testing.T) {
 		return &proto.SampleBatch{
 			CallId: []uint64{1, 1, 2, 3}, Metric: []uint32{0, 0, 0, 0}, TimeUnixNano: make([]int64, 4), ValueNanos: make([]int64, 4),
 			Status: make([]int32, 4), Error: make([]uint32, 4), BytesSent: make([]int64, 4), BytesReceived: make([]int64, 4),
-			Names:        []string{"request"},
-			HeaderSample: []uint32{1, 2, 3}, HeaderLines: []uint32{4, 0, 1},
-			HeaderName:  []string{"A", "A", "B", "A", "C"},
-			HeaderValue: []string{"a1", "a2", "b1", "a3", "c1"},
+			Names: []string{"request"},
+			Headers: &proto.SampleHeaders{
+				Sample: []uint32{1, 2, 3}, Lines: []uint32{4, 0, 1},
+				Name:  []string{"A", "A", "B", "A", "C"},
+				Value: []string{"a1", "a2", "b1", "a3", "c1"},
+			},
 		}
 	}
 	b := good()
@@ -275,7 +296,7 @@ func TestSampleBatchHeaders(t *testing.T) {
 	var r headerReader
 	var got []map[string][]string
 	for i := range b.CallId {
-		got = append(got, r.next(b, i))
+		got = append(got, r.next(b.Headers, i))
 	}
 	if got[0] != nil {
 		t.Errorf("sample 0 has headers %v", got[0])
@@ -289,18 +310,16 @@ func TestSampleBatchHeaders(t *testing.T) {
 	if want := map[string][]string{"C": {"c1"}}; !maps.EqualFunc(got[3], want, slices.Equal) {
 		t.Errorf("sample 3: %v, want %v", got[3], want)
 	}
-	if b.HeaderValue[2] != "b1" {
-		t.Errorf("reading A's third value overwrote B's: %q", b.HeaderValue)
+	if b.Headers.Value[2] != "b1" {
+		t.Errorf("reading A's third value overwrote B's: %q", b.Headers.Value)
 	}
 	for name, spoil := range map[string]func(b *proto.SampleBatch){
-		"a count missing":    func(b *proto.SampleBatch) { b.HeaderLines = b.HeaderLines[:2] },
-		"a value missing":    func(b *proto.SampleBatch) { b.HeaderValue = b.HeaderValue[:4] },
-		"more lines counted": func(b *proto.SampleBatch) { b.HeaderLines[2] = 2 },
-		"fewer lines":        func(b *proto.SampleBatch) { b.HeaderLines[0] = 3 },
-		"sample out of range": func(b *proto.SampleBatch) {
-			b.HeaderSample[2] = 4
-		},
-		"samples out of order": func(b *proto.SampleBatch) { b.HeaderSample[1], b.HeaderSample[2] = 3, 2 },
+		"a count missing":      func(b *proto.SampleBatch) { b.Headers.Lines = b.Headers.Lines[:2] },
+		"a value missing":      func(b *proto.SampleBatch) { b.Headers.Value = b.Headers.Value[:4] },
+		"more lines counted":   func(b *proto.SampleBatch) { b.Headers.Lines[2] = 2 },
+		"fewer lines":          func(b *proto.SampleBatch) { b.Headers.Lines[0] = 3 },
+		"sample out of range":  func(b *proto.SampleBatch) { b.Headers.Sample[2] = 4 },
+		"samples out of order": func(b *proto.SampleBatch) { b.Headers.Sample[1], b.Headers.Sample[2] = 3, 2 },
 	} {
 		b := good()
 		spoil(b)

@@ -874,8 +874,8 @@ func (c *client) receive() {
 			if body < len(b.BodySample) && int(b.BodySample[body]) == i {
 				sample.Body = b.Bodies[body]
 			}
-			if len(b.HeaderSample) > 0 {
-				sample.Headers = headers.next(b, i)
+			if b.Headers != nil {
+				sample.Headers = headers.next(b.Headers, i)
 			}
 			for message < len(b.MessageSample) && int(b.MessageSample[message]) < i {
 				message++
@@ -906,10 +906,9 @@ func (c *client) receive() {
 	}
 }
 
-// headerReader walks a checked SampleBatch's header columns in sample
-// order.
+// headerReader walks a checked SampleBatch's headers in sample order.
 type headerReader struct {
-	sample int // the next of b.HeaderSample
+	sample int // the next of h.Sample
 	line   int // the first line of that sample's headers
 }
 
@@ -918,16 +917,16 @@ type headerReader struct {
 // batch's own column when its lines are adjacent, as the SDK sends them,
 // so a sample costs one map; the batch is the receiver's own, as its
 // bodies are.
-func (h *headerReader) next(b *proto.SampleBatch, i int) map[string][]string {
-	for h.sample < len(b.HeaderSample) && int(b.HeaderSample[h.sample]) < i {
-		h.line += int(b.HeaderLines[h.sample])
+func (h *headerReader) next(b *proto.SampleHeaders, i int) map[string][]string {
+	for h.sample < len(b.Sample) && int(b.Sample[h.sample]) < i {
+		h.line += int(b.Lines[h.sample])
 		h.sample++
 	}
-	if h.sample == len(b.HeaderSample) || int(b.HeaderSample[h.sample]) != i {
+	if h.sample == len(b.Sample) || int(b.Sample[h.sample]) != i {
 		return nil
 	}
-	n := int(b.HeaderLines[h.sample])
-	names, values := b.HeaderName[h.line:h.line+n], b.HeaderValue[h.line:h.line+n]
+	n := int(b.Lines[h.sample])
+	names, values := b.Name[h.line:h.line+n], b.Value[h.line:h.line+n]
 	m := make(map[string][]string, n)
 	for j := 0; j < n; {
 		k := j + 1
@@ -968,19 +967,21 @@ func checkSampleBatch(b *proto.SampleBatch) error {
 			return fmt.Errorf("body sample %d is out of order or range", s)
 		}
 	}
-	if len(b.HeaderSample) != len(b.HeaderLines) || len(b.HeaderName) != len(b.HeaderValue) {
-		return fmt.Errorf("%d header samples with %d counts, %d header names with %d values",
-			len(b.HeaderSample), len(b.HeaderLines), len(b.HeaderName), len(b.HeaderValue))
-	}
-	lines := 0
-	for i, s := range b.HeaderSample {
-		if int(s) >= n || (i > 0 && s <= b.HeaderSample[i-1]) {
-			return fmt.Errorf("header sample %d is out of order or range", s)
+	if h := b.Headers; h != nil {
+		if len(h.Sample) != len(h.Lines) || len(h.Name) != len(h.Value) {
+			return fmt.Errorf("%d header samples with %d counts, %d header names with %d values",
+				len(h.Sample), len(h.Lines), len(h.Name), len(h.Value))
 		}
-		lines += int(b.HeaderLines[i])
-	}
-	if lines != len(b.HeaderName) {
-		return fmt.Errorf("%d header lines counted, %d sent", lines, len(b.HeaderName))
+		lines := 0
+		for i, s := range h.Sample {
+			if int(s) >= n || (i > 0 && s <= h.Sample[i-1]) {
+				return fmt.Errorf("header sample %d is out of order or range", s)
+			}
+			lines += int(h.Lines[i])
+		}
+		if lines != len(h.Name) {
+			return fmt.Errorf("%d header lines counted, %d sent", lines, len(h.Name))
+		}
 	}
 	if len(b.MessageSample) != len(b.Messages) {
 		return fmt.Errorf("%d messages for %d message samples", len(b.Messages), len(b.MessageSample))

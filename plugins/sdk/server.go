@@ -743,6 +743,8 @@ func (r *run) sweep() {
 // from one batch to the next.
 type sampleColumns struct {
 	batch proto.SampleBatch
+	// headers holds the kept headers, when a batch has any.
+	headers proto.SampleHeaders
 }
 
 func (w *sampleColumns) reset() {
@@ -755,10 +757,14 @@ func (w *sampleColumns) reset() {
 	b.MessageSample = b.MessageSample[:0]
 	clear(b.Messages)
 	b.Messages = b.Messages[:0]
-	b.HeaderSample, b.HeaderLines = b.HeaderSample[:0], b.HeaderLines[:0]
-	clear(b.HeaderName)
-	clear(b.HeaderValue)
-	b.HeaderName, b.HeaderValue = b.HeaderName[:0], b.HeaderValue[:0]
+	if b.Headers != nil {
+		h := b.Headers
+		h.Sample, h.Lines = h.Sample[:0], h.Lines[:0]
+		clear(h.Name)
+		clear(h.Value)
+		h.Name, h.Value = h.Name[:0], h.Value[:0]
+		b.Headers = nil
+	}
 }
 
 func (w *sampleColumns) add(s *wireSample) {
@@ -780,11 +786,13 @@ func (w *sampleColumns) add(s *wireSample) {
 		b.Bodies = append(b.Bodies, s.Body)
 	}
 	if s.headers != nil {
-		b.HeaderSample = append(b.HeaderSample, uint32(len(b.CallId)-1))
-		b.HeaderLines = append(b.HeaderLines, uint32(len(s.headers)/2))
+		h := &w.headers
+		b.Headers = h
+		h.Sample = append(h.Sample, uint32(len(b.CallId)-1))
+		h.Lines = append(h.Lines, uint32(len(s.headers)/2))
 		for i := 0; i < len(s.headers); i += 2 {
-			b.HeaderName = append(b.HeaderName, s.headers[i])
-			b.HeaderValue = append(b.HeaderValue, s.headers[i+1])
+			h.Name = append(h.Name, s.headers[i])
+			h.Value = append(h.Value, s.headers[i+1])
 		}
 	}
 	if s.Message != "" && s.Error != protocols.ErrNone {
