@@ -11,7 +11,7 @@
 #   orders it. Each list shows a few products at random, so the id has to be
 #   captured from the list: the demo refuses (404, 422) any id never listed
 #   to the token, and any order whose token is missing or is another user's.
-# - The demo leaves the "items" field out of every 20th list on purpose. The
+# - The demo leaves the "items" field out of one list in every 20 on purpose. The
 #   capture json("items.0.id") then finds nothing, the request fails with the
 #   error kind "capture", and its flow stops there: about 5 % of browse and
 #   order flows fail, which the flow_failures threshold allows.
