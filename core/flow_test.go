@@ -763,3 +763,53 @@ scenario "s" {
 		t.Errorf("%d expected ids missed, want the 30 accepted and not received", missed)
 	}
 }
+
+// TestEvalFailureStopsTheFlow: a step whose expressions fail at run time
+// (here a captured object put in a path) fails with the kind eval and
+// stops its flow, which fails with that kind; the server never gets the
+// next step. A step that says to go on lets the flow go on.
+func TestEvalFailureStopsTheFlow(t *testing.T) {
+	for _, tc := range []struct {
+		name, onFailure string
+		wantC           int
+	}{
+		{"stop", "", 0},
+		{"continue", `on_failure = "continue"`, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCountingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Write([]byte(`{"user":{"name":"ann"}}`))
+			})
+			test := loadTest(t, loopbackTarget+`scenario "s" {
+  executor   = "iterations"
+  vus        = 2
+  iterations = 5
+  flow "f" {
+    request "a" {
+      path = "/a"
+      capture {
+        user = json("user")
+      }
+    }
+    request "b" {
+      path = "/b/${vu.vars.user}"
+      `+tc.onFailure+`
+    }
+    request "c" {
+      path = "/c"
+    }
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+			res := runJourney(t, test, 0)
+			b, f := res.request(t, "s", "b"), res.flow(t, "s", "f")
+			if srv.count("/a") != 10 || b.Count != 10 || b.ErrorsByKind["eval"] != 10 || len(b.ErrorMessages["eval"]) == 0 {
+				t.Errorf("the server got %d of a; b: %d calls, errors %v, messages %v; want 10 eval errors with a reason",
+					srv.count("/a"), b.Count, b.ErrorsByKind, b.ErrorMessages)
+			}
+			if srv.count("/c") != tc.wantC || f.Failed != 10 || f.FailedByKind["eval"] != 10 {
+				t.Errorf("the server got %d of c, want %d; flow %+v, want 10 failed of kind eval", srv.count("/c"), tc.wantC, f)
+			}
+		})
+	}
+}
