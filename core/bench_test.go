@@ -6,12 +6,6 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/zclconf/go-cty/cty"
-
-	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
-	hloadhttp "github.com/hload/hload/protocols/http"
 )
 
 // BenchmarkIteration measures the per-request hot path: pick a request by
@@ -47,7 +41,7 @@ func BenchmarkIteration(b *testing.B) {
   }
 }
 `, map[string]string{"base_url": srv.URL})
-			sc := benchScenario(b, test.Scenarios[0], test.Targets[0].Config)
+			sc := benchScenarioRun(b, test)
 			v := sc.acquire()
 			ctx := context.Background()
 			v.runIteration(ctx, time.Time{}) // warm the VU's connection
@@ -58,22 +52,4 @@ func BenchmarkIteration(b *testing.B) {
 			}
 		})
 	}
-}
-
-func benchScenario(b *testing.B, s *config.Scenario, target cty.Value) *scenarioRun {
-	b.Helper()
-	client, err := hloadhttp.New().Open(context.Background(), target)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { client.Close() })
-	agg := metrics.NewAggregator()
-	sc := &scenarioRun{run: &runState{}, cfg: s, name: s.Name, ending: make(chan struct{})}
-	weights := []int{}
-	for _, r := range s.Requests {
-		weights = append(weights, r.Weight)
-		sc.requests = append(sc.requests, request{cfg: r, client: client, series: agg.Series(s.Name, r.Name)})
-	}
-	sc.picker = newPicker(weights)
-	return sc
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -141,7 +142,11 @@ func (v *vu) ready(stop <-chan struct{}) bool {
 // a unique data feeder runs out (false).
 func (v *vu) retrySetup(stop <-chan struct{}) bool {
 	backoff := v.sc.setupBackoff
-	for {
+	for tries := 1; ; tries++ {
+		if v.sc.setupTries > 0 && tries >= v.sc.setupTries {
+			v.sc.setupGaveUp.Add(1)
+			return false
+		}
 		if !v.wait(backoff, stop, v.sc.ending, nil) {
 			return false
 		}
@@ -151,6 +156,21 @@ func (v *vu) retrySetup(stop <-chan struct{}) bool {
 		}
 		backoff = min(2*backoff, maxSetupBackoff)
 	}
+}
+
+// iterationsSetupTries is how many times a VU of the iterations executor
+// tries its setup before it gives up, with its iterations: with the
+// backoff, about 31 s of waiting.
+const iterationsSetupTries = 6
+
+// setupWarning says how many VUs gave up their setup, or "".
+func (sc *scenarioRun) setupWarning() string {
+	n := sc.setupGaveUp.Load()
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("scenario %q: %d VUs gave up their setup after %d failed tries, and ran none of their iterations",
+		sc.name, n, sc.setupTries)
 }
 
 // setUp runs the scenario's setup for v once, unless it is done, and

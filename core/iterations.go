@@ -13,6 +13,7 @@ func (sc *scenarioRun) runIterations(e config.Iterations, seg Segment) {
 	if e.MaxDuration > 0 {
 		defer sc.endAfter(e.MaxDuration)()
 	}
+	sc.setupTries = iterationsSetupTries
 	n := seg.Scale(e.VUs)
 	var wg sync.WaitGroup
 	for k := range n {

@@ -26,6 +26,12 @@ type scenarioRun struct {
 	// setupBackoff is the first wait before a failed setup is tried
 	// again; it doubles up to maxSetupBackoff.
 	setupBackoff time.Duration
+	// setupTries bounds how many times a VU tries its setup, 0 meaning
+	// no bound. Only the iterations executor sets it: its end waits for
+	// every VU, so a VU that retried a failing login forever would hold
+	// the run forever. The executors that run for a time end it anyway.
+	setupTries  int
+	setupGaveUp atomic.Int64 // VUs that tried their setup setupTries times
 
 	open       bool // an arrival-rate executor: the open model
 	iterations atomic.Int64

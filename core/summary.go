@@ -26,7 +26,7 @@ func (r *run) summarise() *metrics.Summary {
 		sum.Passed = false
 	}
 	for _, sc := range r.scenarios {
-		for _, w := range []string{sc.feederWarning(), sc.cancelWarning()} {
+		for _, w := range []string{sc.feederWarning(), sc.cancelWarning(), sc.setupWarning()} {
 			if w != "" {
 				sum.Warnings = append(sum.Warnings, w)
 			}
