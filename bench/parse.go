@@ -170,9 +170,15 @@ func parseHloadSummary(data []byte) (figures, error) {
 		return figures{}, errors.New("hload's run was interrupted")
 	}
 	s := sum.Scenarios["s"]
-	if s == nil || s.Requests["r"] == nil {
-		return figures{}, errors.New(`hload's summary has no request "r" in scenario "s"`)
+	if s == nil || len(s.Requests) == 0 {
+		return figures{}, errors.New(`hload's summary has no request in scenario "s"`)
 	}
-	r := s.Requests["r"]
-	return figures{rps: r.RPS, requests: r.Count, errors: r.Errors}, nil
+	// The flow test's three steps are three requests: all of them count.
+	var f figures
+	for _, r := range s.Requests {
+		f.rps += r.RPS
+		f.requests += r.Count
+		f.errors += r.Errors
+	}
+	return f, nil
 }

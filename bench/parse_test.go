@@ -154,3 +154,19 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// The flow test's summary has three requests, one per step: the figures
+// are their sum, as every step is a request sent.
+func TestHloadFlowSummary(t *testing.T) {
+	data := []byte(`{"scenarios": {"s": {"requests": {
+		"a": {"count": 100, "errors": 1, "rps": 10},
+		"b": {"count": 99, "errors": 0, "rps": 9.9},
+		"c": {"count": 99, "errors": 2, "rps": 9.9}}}}}`)
+	got, err := parseHloadSummary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (figures{rps: 29.8, requests: 298, errors: 3}); got.requests != want.requests || got.errors != want.errors || got.rps < 29.79 || got.rps > 29.81 {
+		t.Errorf("figures %+v, want %+v", got, want)
+	}
+}
