@@ -126,7 +126,10 @@ func TestSetupOncePerVU(t *testing.T) {
 		{"ramping-vus", `  executor   = "ramping-vus"
   stages     = [
     { duration = "200ms", target = 6 },
+    { duration = "300ms", target = 6 },
     { duration = "200ms", target = 1 },
+    { duration = "300ms", target = 1 },
+    { duration = "300ms", target = 5 },
     { duration = "300ms", target = 5 },
   ]
   think_time = "10ms"`, 6, 0, 0},
@@ -188,7 +191,10 @@ func TestRampingVUsComeAndGo(t *testing.T) {
 	test := loadTest(t, loginScenario(`  executor   = "ramping-vus"
   stages     = [
     { duration = "200ms", target = 6 },
+    { duration = "300ms", target = 6 },
     { duration = "200ms", target = 1 },
+    { duration = "300ms", target = 1 },
+    { duration = "300ms", target = 5 },
     { duration = "300ms", target = 5 },
   ]
   think_time = "10ms"`), map[string]string{"base_url": ls.URL})
