@@ -75,8 +75,9 @@
 //	                flows or a setup: count (flows that ended), completed,
 //	                failed (integers); failure_rate (failed / count), rate
 //	                (flows ended per second), duration_min_ms,
-//	                duration_mean_ms, duration_p50_ms, duration_p90_ms,
-//	                duration_p95_ms, duration_p99_ms, duration_max_ms
+//	                duration_mean_ms, duration_stdev_ms, duration_p50_ms,
+//	                duration_p90_ms, duration_p95_ms, duration_p99_ms,
+//	                duration_p999_ms, duration_max_ms
 //	                (floats; flow_duration of the completed flows, only when
 //	                completed > 0)
 //	hload_flow_failures per interval, per (scenario, flow, kind): count of

@@ -577,7 +577,7 @@ func TestRealInfluxFlowPoints(t *testing.T) {
 		want[key("failure_rate")], want[key("rate")] = f.FailureRate, f.Rate
 		if f.Completed > 0 {
 			d := f.Duration
-			for field, v := range map[string]float64{"min": d.Min, "mean": d.Mean, "p50": d.P50, "p90": d.P90, "p95": d.P95, "p99": d.P99, "max": d.Max} {
+			for field, v := range map[string]float64{"min": d.Min, "mean": d.Mean, "stdev": d.Stdev, "p50": d.P50, "p90": d.P90, "p95": d.P95, "p99": d.P99, "p999": d.P999, "max": d.Max} {
 				want[key("duration_"+field+"_ms")] = v
 			}
 		}

@@ -300,16 +300,38 @@ func requestFields(l *line, f *metrics.RequestFigures) {
 	l.int("checks_failed", f.Checks.Failed)
 }
 
-func latencyFields(l *line, lf *metrics.LatencyFigures) {
-	l.float("latency_min_ms", lf.Min)
-	l.float("latency_mean_ms", lf.Mean)
-	l.float("latency_stdev_ms", lf.Stdev)
-	l.float("latency_p50_ms", lf.P50)
-	l.float("latency_p90_ms", lf.P90)
-	l.float("latency_p95_ms", lf.P95)
-	l.float("latency_p99_ms", lf.P99)
-	l.float("latency_p999_ms", lf.P999)
-	l.float("latency_max_ms", lf.Max)
+// figureFields names the fields of a set of latency figures: a request's
+// latency and a metric's (latency_*), a flow's duration (duration_*).
+type figureFields struct {
+	min, mean, stdev, p50, p90, p95, p99, p999, max string
+}
+
+func newFigureFields(prefix string) figureFields {
+	return figureFields{
+		min: prefix + "min_ms", mean: prefix + "mean_ms", stdev: prefix + "stdev_ms",
+		p50: prefix + "p50_ms", p90: prefix + "p90_ms", p95: prefix + "p95_ms",
+		p99: prefix + "p99_ms", p999: prefix + "p999_ms", max: prefix + "max_ms",
+	}
+}
+
+// The field names, built once so that writing a point builds none.
+var (
+	latencyNames  = newFigureFields("latency_")
+	durationNames = newFigureFields("duration_")
+)
+
+func latencyFields(l *line, lf *metrics.LatencyFigures) { figures(l, latencyNames, lf) }
+
+func figures(l *line, n figureFields, lf *metrics.LatencyFigures) {
+	l.float(n.min, lf.Min)
+	l.float(n.mean, lf.Mean)
+	l.float(n.stdev, lf.Stdev)
+	l.float(n.p50, lf.P50)
+	l.float(n.p90, lf.P90)
+	l.float(n.p95, lf.P95)
+	l.float(n.p99, lf.P99)
+	l.float(n.p999, lf.P999)
+	l.float(n.max, lf.Max)
 }
 
 // flowPoint writes a flow's figures, of an interval or of the run, in
@@ -324,14 +346,7 @@ func (s *Sink) flowPoint(l *line, m, scenario, flow string, f *metrics.FlowFigur
 	if f.Completed > 0 {
 		// Durations are of completed flows only; without one, a 0 would
 		// pull the dashboard's means down.
-		d := &f.Duration
-		l.float("duration_min_ms", d.Min)
-		l.float("duration_mean_ms", d.Mean)
-		l.float("duration_p50_ms", d.P50)
-		l.float("duration_p90_ms", d.P90)
-		l.float("duration_p95_ms", d.P95)
-		l.float("duration_p99_ms", d.P99)
-		l.float("duration_max_ms", d.Max)
+		figures(l, durationNames, &f.Duration)
 	}
 	s.push(l.end(t))
 }

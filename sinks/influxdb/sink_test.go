@@ -512,13 +512,13 @@ func TestFlowPoints(t *testing.T) {
 	const tags = ",instance=test-host,run_id=r1,test=unit,flow="
 	want := []string{
 		"hload_flows" + tags + "order,scenario=s count=4i,completed=3i,failed=1i,failure_rate=0.25,rate=4," +
-			"duration_min_ms=50,duration_mean_ms=61.5,duration_p50_ms=60,duration_p90_ms=70,duration_p95_ms=72.5,duration_p99_ms=74,duration_max_ms=75 1700000001000000000",
+			"duration_min_ms=50,duration_mean_ms=61.5,duration_stdev_ms=0,duration_p50_ms=60,duration_p90_ms=70,duration_p95_ms=72.5,duration_p99_ms=74,duration_p999_ms=0,duration_max_ms=75 1700000001000000000",
 		"hload_flow_failures" + tags + "order,scenario=s,kind=capture count=1i 1700000001000000000",
 		"hload_flows" + tags + "setup,scenario=s count=2i,completed=0i,failed=2i,failure_rate=1,rate=2 1700000001000000000",
 		"hload_flow_failures" + tags + "setup,scenario=s,kind=http_5xx count=1i 1700000001000000000",
 		"hload_flow_failures" + tags + "setup,scenario=s,kind=timeout count=1i 1700000001000000000",
 		"hload_flow_totals" + tags + "order,scenario=s count=40i,completed=38i,failed=2i,failure_rate=0.05,rate=4.5," +
-			"duration_min_ms=40,duration_mean_ms=60.25,duration_p50_ms=59,duration_p90_ms=70,duration_p95_ms=80,duration_p99_ms=90,duration_max_ms=99 1700000009000000000",
+			"duration_min_ms=40,duration_mean_ms=60.25,duration_stdev_ms=0,duration_p50_ms=59,duration_p90_ms=70,duration_p95_ms=80,duration_p99_ms=90,duration_p999_ms=0,duration_max_ms=99 1700000009000000000",
 	}
 	var flows []string
 	for _, l := range got {
