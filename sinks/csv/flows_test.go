@@ -1,49 +1,18 @@
 package csv_test
 
 import (
-	"context"
 	"encoding/csv"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/protocols"
-	hloadhttp "github.com/hload/hload/protocols/http"
 	csvsink "github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/sinktest"
 )
-
-const flowTest = `
-target "web" {
-  protocol = "http"
-  base_url = %q
-}
-scenario "shop" {
-  executor   = "constant-vus"
-  vus        = 3
-  duration   = "3s"
-  think_time = "5ms"
-  setup {
-    request "login" { path = "/login" }
-  }
-  flow "order" {
-    weight = 2
-    request "cart" { path = "/cart" }
-    request "pay" { path = "/flaky" }
-  }
-  request "home" { path = "/" }
-}
-sink "csv" { path = "results.csv" }
-`
 
 // TestFlowRowsAddUp runs a test with a setup, a flow and a bare request
 // into the csv sink: the interval file's flow rows add up to what the
@@ -51,41 +20,16 @@ sink "csv" { path = "results.csv" }
 // that ended, a failed order per 500 it answered), and its request rows
 // still add up to the summary's requests, as they did before flows.
 func TestFlowRowsAddUp(t *testing.T) {
-	var logins, flaky, failed atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/login":
-			logins.Add(1)
-		case "/flaky":
-			if flaky.Add(1)%3 == 0 {
-				failed.Add(1)
-				http.Error(w, "flaky", http.StatusInternalServerError)
-				return
+	var sink *csvsink.Sink
+	sum, shop := sinktest.RunFlows(t, `sink "csv" { path = "results.csv" }`,
+		config.Options{Sinks: map[string]hcldec.ObjectSpec{"csv": csvsink.Spec()}},
+		func(test *config.Test, dir string) []core.Sink {
+			var err error
+			if sink, err = csvsink.New(test.Sinks[0].Config, dir); err != nil {
+				t.Fatal(err)
 			}
-		}
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-
-	reg := protocols.NewRegistry(hloadhttp.New())
-	dir := t.TempDir()
-	test, diags := config.Parse(map[string][]byte{"test.hcl": fmt.Appendf(nil, flowTest, srv.URL)}, dir, config.Options{
-		Protocols: reg,
-		Sinks:     map[string]hcldec.ObjectSpec{"csv": csvsink.Spec()},
-	})
-	if diags.HasErrors() {
-		t.Fatalf("config: %s", diags.Error())
-	}
-	sink, err := csvsink.New(test.Sinks[0].Config, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sum, err := core.Run(ctx, test, core.Options{Protocols: reg, Sinks: []core.Sink{sink}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
+			return []core.Sink{sink}
+		})
 
 	f, err := os.Open(sink.Path())
 	if err != nil {
@@ -112,14 +56,14 @@ func TestFlowRowsAddUp(t *testing.T) {
 			t.Errorf("flow row %q: flows completed but no duration", r)
 		}
 	}
-	t.Logf("server: %d logins, %d /flaky calls, %d answered 500; csv counts %v, errors %v", logins.Load(), flaky.Load(), failed.Load(), counts, errs)
+	t.Logf("server: %d logins, %d /flaky calls, %d answered 500; csv counts %v, errors %v", shop.Logins, shop.Flaky, shop.Failed, counts, errs)
 
-	if got := counts["flow/shop/setup"]; got != logins.Load() || got != 3 || errs["flow/shop/setup"] != 0 {
-		t.Errorf("setup rows: %d ended, %d failed; the server saw %d logins from 3 VUs", got, errs["flow/shop/setup"], logins.Load())
+	if got := counts["flow/shop/setup"]; got != shop.Logins || got != 3 || errs["flow/shop/setup"] != 0 {
+		t.Errorf("setup rows: %d ended, %d failed; the server saw %d logins from 3 VUs", got, errs["flow/shop/setup"], shop.Logins)
 	}
-	if got := counts["flow/shop/order"]; got != flaky.Load() || got < 10 || errs["flow/shop/order"] != failed.Load() || failed.Load() == 0 {
+	if got := counts["flow/shop/order"]; got != shop.Flaky || got < 10 || errs["flow/shop/order"] != shop.Failed || shop.Failed == 0 {
 		t.Errorf("order rows: %d ended, %d failed; the server answered /flaky %d times, %d of them 500",
-			got, errs["flow/shop/order"], flaky.Load(), failed.Load())
+			got, errs["flow/shop/order"], shop.Flaky, shop.Failed)
 	}
 	var requestRows int
 	for rq, fig := range sum.Scenarios["shop"].Requests {
