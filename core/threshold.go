@@ -19,8 +19,8 @@ const (
 )
 
 // evaluate computes a threshold's value over the run totals so far and
-// compares it with the condition. A flow threshold that has nothing to
-// judge (see unjudged) does not pass.
+// compares it with the condition. A threshold that has nothing to judge
+// (see unjudged) does not pass.
 func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) metrics.ThresholdResult {
 	c := th.Condition
 	if th.Metric == MetricFlowDuration || th.Metric == MetricFlowFailures {
@@ -80,7 +80,7 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 		Request:   th.Request,
 		Condition: c.Text,
 		Value:     v,
-		Passed:    holds(c.Op, v, c.Value),
+		Passed:    holds(c.Op, v, c.Value) && unjudged(th, agg, elapsed) == "",
 		Abort:     th.Abort,
 	}
 }
@@ -130,15 +130,39 @@ func flowWords(th *config.Threshold) string {
 }
 
 // unjudged says why a threshold had nothing to judge over the run totals
-// so far, or "". Only the flow metrics can have nothing: a flow that
-// never ended (every VU stuck in its setup, say) must not read as a flow
-// that took 0 ms or never failed.
+// so far, or "": a flow that never ended (every VU stuck in its setup,
+// say) must not read as a flow that took 0 ms or never failed, and no
+// call must not read as calls that took 0 ms, never failed or passed
+// every check. A protocol metric is judged as it stands: many count
+// events (a nack, a reconnection) whose absence is the good outcome.
 func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) string {
-	if th.Metric != MetricFlowDuration && th.Metric != MetricFlowFailures {
-		return ""
+	switch th.Metric {
+	case MetricFlowDuration, MetricFlowFailures:
+		_, nothing := flowValue(th, agg, elapsed)
+		return nothing
+	case "latency", "errors":
+		if req, _ := agg.Totals(th.Scenario, th.Request, elapsed); req.Count == 0 {
+			return "no call" + requestWords(th) + " was made"
+		}
+	case "checks":
+		if req, _ := agg.Totals(th.Scenario, th.Request, elapsed); req.Checks.Passed+req.Checks.Failed == 0 {
+			return "no check" + requestWords(th) + " ran"
+		}
 	}
-	_, nothing := flowValue(th, agg, elapsed)
-	return nothing
+	return ""
+}
+
+// requestWords names the requests a threshold watches, for messages:
+// "" for all of them.
+func requestWords(th *config.Threshold) string {
+	s := ""
+	if th.Request != "" {
+		s = fmt.Sprintf(" of request %q", th.Request)
+	}
+	if th.Scenario != "" {
+		s += fmt.Sprintf(" in scenario %q", th.Scenario)
+	}
+	return s
 }
 
 // latencyFigure picks the aggregation out of latency figures, all in ms;

@@ -173,3 +173,44 @@ func TestFlowThresholds(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestThresholdWithNothingToJudge: a request that made no call has
+// no latency, no error rate and no checks; its thresholds do not pass on
+// the zero they would read, and say why. A protocol metric with no sample
+// is judged as it stands, as its absence (no nack) is often the point.
+func TestRequestThresholdWithNothingToJudge(t *testing.T) {
+	agg := metrics.NewAggregator()
+	agg.Series("s", "idle")
+	busy := agg.Series("s", "busy")
+	busy.Record(protocols.Sample{Metric: protocols.MetricRequest, Value: 5 * time.Millisecond, Status: 200})
+	busy.RecordChecks(1, 0)
+	agg.Flush(time.Unix(0, 0), time.Unix(10, 0))
+	cases := []struct {
+		metric, request, agg, op string
+		limit                    float64
+		pass                     bool
+		nothing                  string
+	}{
+		{"latency", "idle", "p95", "<", 100, false, `no call of request "idle" in scenario "s" was made`},
+		{"errors", "idle", "rate", "<", 0.01, false, `no call of request "idle" in scenario "s" was made`},
+		{"errors", "idle", "count", "==", 0, false, `no call of request "idle" in scenario "s" was made`},
+		{"checks", "idle", "rate", ">", 0.99, false, `no check of request "idle" in scenario "s" ran`},
+		{"rps", "idle", "rate", "<", 100, true, ""},
+		{"amqp_nacked", "idle", "count", "==", 0, true, ""},
+		{"latency", "busy", "p95", "<", 100, true, ""},
+		{"errors", "busy", "rate", "<", 0.01, true, ""},
+		{"checks", "busy", "rate", ">", 0.99, true, ""},
+		{"latency", "", "max", "<", 100, true, ""},
+	}
+	for _, tc := range cases {
+		th := &config.Threshold{Metric: tc.metric, Scenario: "s", Request: tc.request, Condition: config.Condition{
+			Text: tc.agg + " " + tc.op, Aggregation: tc.agg, Percentile: 95, Op: tc.op, Value: tc.limit,
+		}}
+		if res := evaluate(th, agg, 10*time.Second); res.Passed != tc.pass {
+			t.Errorf("%s of %q: passed = %v (value %v), want %v", tc.metric, tc.request, res.Passed, res.Value, tc.pass)
+		}
+		if got := unjudged(th, agg, 10*time.Second); got != tc.nothing {
+			t.Errorf("%s of %q: nothing to judge %q, want %q", tc.metric, tc.request, got, tc.nothing)
+		}
+	}
+}
