@@ -45,22 +45,26 @@ type options struct {
 	duration    time.Duration
 	rounds      int
 	connections int
-	tools       []*tool
+	tools       []*tool // the tools to run, in the order of the cases
 	jsonPath    string
+	profileDir  string
 	requireAll  bool
 	serve       bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var only string
+	var onlyTools, onlyCases string
+	all := cases()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs, in whole seconds")
 	fs.IntVar(&o.rounds, "rounds", 2, "how many times each tool runs; the rounds interleave the tools")
-	fs.IntVar(&o.connections, "connections", 50, "connections (hload: VUs) of each tool")
-	fs.StringVar(&only, "tools", "", "comma-separated tools to run (default all: hload,hload-flow,hload-isolated,wrk,hey,vegeta)")
+	fs.IntVar(&o.connections, "connections", 50, "connections (hload: VUs) of each tool in the closed-model cases")
+	fs.StringVar(&onlyCases, "cases", "", "comma-separated cases to run (default all: "+strings.Join(caseNames(all), ",")+")")
+	fs.StringVar(&onlyTools, "tools", "", "comma-separated tools to run, of any case (default every tool of the cases)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each hload run to this folder, as TOOL-ROUND.PID (HLOAD_CPUPROFILE)")
 	fs.BoolVar(&o.requireAll, "require-all", false, "fail when a tool is missing instead of skipping it")
 	fs.BoolVar(&o.serve, "serve", false, "run as the target server (the harness starts itself this way)")
 	if err := fs.Parse(args); err != nil {
@@ -79,27 +83,79 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.connections < 1 {
 		return o, fmt.Errorf("-connections %d: want at least 1", o.connections)
 	}
-	all := tools()
-	if only == "" {
-		o.tools = all
-		return o, nil
-	}
-	for _, name := range strings.Split(only, ",") {
-		found := false
-		for _, t := range all {
-			if t.name == strings.TrimSpace(name) {
-				o.tools, found = append(o.tools, t), true
+	var err error
+	o.tools, err = selectTools(all, onlyCases, onlyTools)
+	return o, err
+}
+
+// selectTools picks the tools of the named cases (all when none is
+// named), with the tools of other cases that their goals compare against;
+// then, when tools are named, only those.
+func selectTools(all []*benchCase, onlyCases, onlyTools string) ([]*tool, error) {
+	chosen := map[string]bool{}
+	if onlyCases == "" {
+		for _, c := range all {
+			for _, t := range c.tools {
+				chosen[t.name] = true
 			}
 		}
-		if !found {
-			var names []string
-			for _, t := range all {
-				names = append(names, t.name)
+	}
+	if onlyCases != "" {
+		for _, name := range strings.Split(onlyCases, ",") {
+			name = strings.TrimSpace(name)
+			found := false
+			for _, c := range all {
+				if c.name == name {
+					found = true
+					for _, t := range c.tools {
+						chosen[t.name] = true
+					}
+					for _, n := range c.needs {
+						chosen[n] = true
+					}
+				}
 			}
-			return o, fmt.Errorf("-tools: no tool %q; the tools are %s", name, strings.Join(names, ", "))
+			if !found {
+				return nil, fmt.Errorf("-cases: no case %q; the cases are %s", name, strings.Join(caseNames(all), ", "))
+			}
 		}
 	}
-	return o, nil
+	if onlyTools != "" {
+		named := map[string]bool{}
+		for _, name := range strings.Split(onlyTools, ",") {
+			name = strings.TrimSpace(name)
+			if !chosen[name] {
+				var names []string
+				for _, c := range all {
+					for _, t := range c.tools {
+						if chosen[t.name] {
+							names = append(names, t.name)
+						}
+					}
+				}
+				return nil, fmt.Errorf("-tools: no tool %q in the cases chosen; their tools are %s", name, strings.Join(names, ", "))
+			}
+			named[name] = true
+		}
+		chosen = named
+	}
+	var out []*tool
+	for _, c := range all {
+		for _, t := range c.tools {
+			if chosen[t.name] {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+func caseNames(cs []*benchCase) []string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.name)
+	}
+	return names
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -137,6 +193,7 @@ type report struct {
 	Connections  int       `json:"connections"`
 	LoadAvgStart string    `json:"loadavg_start"`
 	LoadAvgEnd   string    `json:"loadavg_end"`
+	Cases        []string  `json:"cases"`
 	Missing      []string  `json:"missing,omitempty"`
 	Runs         []result  `json:"runs"`
 	Medians      []result  `json:"medians"`
@@ -173,11 +230,14 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		return fmt.Errorf("-require-all: missing %s; scripts/peers.sh installs them", strings.Join(rep.Missing, ", "))
 	}
 	var ready []*tool
-	hload := ""
+	hload, echo := "", false
+	for _, t := range o.tools {
+		echo = echo || t.counted == "echo"
+	}
 	for _, t := range o.tools {
 		if t.program == "" {
 			if hload == "" {
-				if hload, err = buildHload(ctx, dir); err != nil {
+				if hload, err = buildHload(ctx, dir, echo); err != nil {
 					return err
 				}
 			}
@@ -185,6 +245,17 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		}
 		if programs[t] != "" {
 			ready = append(ready, t)
+			if len(rep.Cases) == 0 || rep.Cases[len(rep.Cases)-1] != t.caseName {
+				rep.Cases = append(rep.Cases, t.caseName)
+			}
+		}
+	}
+	if o.profileDir != "" {
+		if o.profileDir, err = filepath.Abs(o.profileDir); err == nil {
+			err = os.MkdirAll(o.profileDir, 0o755)
+		}
+		if err != nil {
+			return fmt.Errorf("-profile: %w", err)
 		}
 	}
 	if len(ready) == 0 {
@@ -202,9 +273,9 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if !rep.Pinned {
 		where = pin.why
 	}
-	fmt.Fprintf(out, "target %s (net/http, %d-byte body); %s\n", srv.url, len(body), where)
-	fmt.Fprintf(out, "%d connections, %s per tool, %s; load average %s\n",
-		o.connections, o.duration, plural(o.rounds, "round"), rep.LoadAvgStart)
+	fmt.Fprintf(out, "target %s (net/http, %d-byte body), echo %s; %s\n", srv.url, len(body), srv.echoAddr, where)
+	fmt.Fprintf(out, "cases %s; %d connections in the closed-model cases, %s per tool, %s; load average %s\n",
+		strings.Join(rep.Cases, ","), o.connections, o.duration, plural(o.rounds, "round"), rep.LoadAvgStart)
 	for _, t := range ready {
 		if t.note != "" {
 			fmt.Fprintf(out, "%s: %s\n", t.name, t.note)
@@ -218,19 +289,13 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted: %w", context.Cause(ctx))
 			}
-			r := toolRun{url: srv.url, duration: o.duration, connections: o.connections, program: programs[t],
-				files: filepath.Join(dir, fmt.Sprintf("%s-%d", t.name, round))}
-			serverBefore := srv.cpuSeconds()
-			f, u, err := measure(ctx, pin, t, r)
-			serverAfter := srv.cpuSeconds()
-			res := result{Tool: t.name, Round: round, RPS: f.rps, Requests: f.requests,
-				CPUSeconds: u.cpuSeconds, PeakRSSMB: u.peakRSSMB, ServerCPUSeconds: -1}
-			if u.cpuSeconds > 0 {
-				res.RequestsPerCPUSec = float64(f.requests) / u.cpuSeconds
+			r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: o.duration, connections: o.connections,
+				program: programs[t], files: filepath.Join(dir, fmt.Sprintf("%s-%d", t.name, round))}
+			if o.profileDir != "" && t.program == "" {
+				r.env = []string{"HLOAD_CPUPROFILE=" + filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", t.name, round))}
 			}
-			if serverBefore >= 0 && serverAfter >= 0 {
-				res.ServerCPUSeconds = serverAfter - serverBefore
-			}
+			res, err := runOnce(ctx, pin, srv, t, r)
+			res.Round = round
 			if err != nil {
 				res.Error = err.Error()
 				failed = append(failed, fmt.Sprintf("%s in round %d: %s", t.name, round, oneLine(err.Error())))
@@ -267,6 +332,55 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		return fmt.Errorf("%s failed:\n  %s", plural(len(failed), "run"), strings.Join(failed, "\n  "))
 	}
 	return nil
+}
+
+// runOnce runs one tool once and reads its result, with the server's
+// CPU time and count over the run. A tool whose requests the server must
+// count exactly (hload's) fails when the counts differ.
+func runOnce(ctx context.Context, pin pinning, srv *server, t *tool, r toolRun) (result, error) {
+	res := result{Case: t.caseName, Tool: t.name, ServerCPUSeconds: -1, ServerRequests: -1, VUs: t.vus}
+	if t.rate > 0 {
+		res.Planned = int64(t.rate) * int64(r.duration/time.Second)
+	}
+	httpBefore, echoBefore, countErr := srv.counts()
+	cpuBefore := srv.cpuSeconds()
+	f, u, err := measure(ctx, pin, t, r)
+	cpuAfter := srv.cpuSeconds()
+	httpAfter, echoAfter, err2 := srv.counts()
+	res.RPS, res.Requests, res.Dropped = f.rps, f.requests, f.dropped
+	res.CPUSeconds, res.PeakRSSMB = u.cpuSeconds, u.peakRSSMB
+	if f.latenessP99 >= 0 {
+		late := f.latenessP99
+		res.LatenessP99Ms = &late
+	}
+	if u.cpuSeconds > 0 {
+		res.RequestsPerCPUSec = float64(f.requests) / u.cpuSeconds
+	}
+	if f.requests > 0 {
+		res.CPUMicrosPerReq = u.cpuSeconds * 1e6 / float64(f.requests)
+	}
+	if cpuBefore >= 0 && cpuAfter >= 0 {
+		res.ServerCPUSeconds = cpuAfter - cpuBefore
+	}
+	if countErr == nil {
+		countErr = err2
+	}
+	if countErr == nil {
+		res.ServerRequests = httpAfter - httpBefore
+		if t.counted == "echo" {
+			res.ServerRequests = echoAfter - echoBefore
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	if countErr != nil {
+		return res, countErr
+	}
+	if t.counted != "" && res.ServerRequests != f.requests {
+		return res, fmt.Errorf("the server counted %d %s calls, %s reported %d", res.ServerRequests, t.counted, t.name, f.requests)
+	}
+	return res, nil
 }
 
 // loadAvg is the machine's 1, 5 and 15-minute load average, or "?".

@@ -18,6 +18,11 @@ type figures struct {
 	rps      float64 // requests per second, as the tool computes it
 	requests int64   // requests completed, failed ones among them
 	errors   int64   // failed requests: transport errors and non-2xx/3xx statuses
+	// Of hload's open model only: the iterations dropped for want of a
+	// VU, and the p99 of how late hload started its iterations, in ms
+	// (the worst of the scenario's requests); -1 when not reported.
+	dropped     int64
+	latenessP99 float64
 }
 
 var (
@@ -34,7 +39,7 @@ var (
 //	Non-2xx or 3xx responses: 12                           (only when there are any)
 //	Requests/sec:  41237.80
 func parseWrk(out []byte) (figures, error) {
-	var f figures
+	f := figures{latenessP99: -1}
 	m := wrkRequests.FindSubmatch(out)
 	if m == nil {
 		return f, errors.New(`wrk's output has no "N requests in" line`)
@@ -72,7 +77,7 @@ var (
 // distribution:" ("[50]	Get ...: connection refused"), which counts
 // requests that got no response.
 func parseHey(out []byte) (figures, error) {
-	var f figures
+	f := figures{latenessP99: -1}
 	m := heyRPS.FindSubmatch(out)
 	if m == nil {
 		return f, errors.New(`hey's output has no "Requests/sec:" line`)
@@ -126,7 +131,7 @@ var (
 // The rate is the requests sent per second of the attack. Status code 0
 // counts the requests that got no response.
 func parseVegeta(out []byte) (figures, error) {
-	var f figures
+	f := figures{latenessP99: -1}
 	m := vegetaRequests.FindSubmatch(out)
 	if m == nil {
 		return f, errors.New(`vegeta report has no "Requests [total, rate, throughput]" line`)
@@ -174,11 +179,14 @@ func parseHloadSummary(data []byte) (figures, error) {
 		return figures{}, errors.New(`hload's summary has no request in scenario "s"`)
 	}
 	// The flow test's three steps are three requests: all of them count.
-	var f figures
+	f := figures{dropped: s.DroppedIterations, latenessP99: -1}
 	for _, r := range s.Requests {
 		f.rps += r.RPS
 		f.requests += r.Count
 		f.errors += r.Errors
+		if late, ok := r.Metrics[metrics.MetricStartLateness]; ok && late.P99 > f.latenessP99 {
+			f.latenessP99 = late.P99
+		}
 	}
 	return f, nil
 }

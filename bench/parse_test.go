@@ -19,17 +19,17 @@ func TestParsers(t *testing.T) {
 		want    figures
 		wantErr string
 	}{
-		{"wrk.txt", parseWrk, figures{rps: 53888.00, requests: 53994}, ""},
-		{"wrk-404.txt", parseWrk, figures{rps: 2196.07, requests: 2415, errors: 2415}, ""},
+		{"wrk.txt", parseWrk, figures{rps: 53888.00, requests: 53994, latenessP99: -1}, ""},
+		{"wrk-404.txt", parseWrk, figures{rps: 2196.07, requests: 2415, errors: 2415, latenessP99: -1}, ""},
 		{"wrk-refused.txt", parseWrk, figures{}, `no "N requests in" line`},
-		{"hey.txt", parseHey, figures{rps: 43285.8240, requests: 43325}, ""},
-		{"hey-404.txt", parseHey, figures{rps: 1978.9437, requests: 1984, errors: 1984}, ""},
-		{"hey-refused.txt", parseHey, figures{rps: 64788.8578, requests: 64822, errors: 64822}, ""},
-		{"vegeta.txt", parseVegeta, figures{rps: 33253.75, requests: 33253}, ""},
-		{"vegeta-404.txt", parseVegeta, figures{rps: 1861.64, requests: 1862, errors: 1862}, ""},
-		{"vegeta-refused.txt", parseVegeta, figures{rps: 39563.46, requests: 39552, errors: 39552}, ""},
-		{"hload-summary.json", parseHloadSummary, figures{rps: 43618.165238240195, requests: 43707}, ""},
-		{"hload-summary-refused.json", parseHloadSummary, figures{rps: 46414.01173210735, requests: 46468, errors: 46468}, ""},
+		{"hey.txt", parseHey, figures{rps: 43285.8240, requests: 43325, latenessP99: -1}, ""},
+		{"hey-404.txt", parseHey, figures{rps: 1978.9437, requests: 1984, errors: 1984, latenessP99: -1}, ""},
+		{"hey-refused.txt", parseHey, figures{rps: 64788.8578, requests: 64822, errors: 64822, latenessP99: -1}, ""},
+		{"vegeta.txt", parseVegeta, figures{rps: 33253.75, requests: 33253, latenessP99: -1}, ""},
+		{"vegeta-404.txt", parseVegeta, figures{rps: 1861.64, requests: 1862, errors: 1862, latenessP99: -1}, ""},
+		{"vegeta-refused.txt", parseVegeta, figures{rps: 39563.46, requests: 39552, errors: 39552, latenessP99: -1}, ""},
+		{"hload-summary.json", parseHloadSummary, figures{rps: 43618.165238240195, requests: 43707, latenessP99: -1}, ""},
+		{"hload-summary-refused.json", parseHloadSummary, figures{rps: 46414.01173210735, requests: 46468, errors: 46468, latenessP99: -1}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -76,14 +76,14 @@ func TestParsersRejectOtherOutput(t *testing.T) {
 
 func TestMediansAndRatios(t *testing.T) {
 	runs := []result{
-		{Tool: "hload", Round: 1, RPS: 70000, RequestsPerCPUSec: 90000},
-		{Tool: "wrk", Round: 1, RPS: 80000, RequestsPerCPUSec: 100000},
-		{Tool: "vegeta", Round: 1, RPS: 40000, RequestsPerCPUSec: 40000},
-		{Tool: "hload-isolated", Round: 1, Error: "exit status 1"},
-		{Tool: "hload", Round: 2, RPS: 76000, RequestsPerCPUSec: 94000},
-		{Tool: "wrk", Round: 2, Error: "no request completed"},
-		{Tool: "vegeta", Round: 2, RPS: 42000, RequestsPerCPUSec: 44000},
-		{Tool: "hload-isolated", Round: 2, Error: "exit status 1"},
+		{Case: "get", Tool: "hload", Round: 1, RPS: 70000, RequestsPerCPUSec: 90000},
+		{Case: "get", Tool: "wrk", Round: 1, RPS: 80000, RequestsPerCPUSec: 100000},
+		{Case: "get", Tool: "vegeta", Round: 1, RPS: 40000, RequestsPerCPUSec: 40000},
+		{Case: "get", Tool: "hload-isolated", Round: 1, Error: "exit status 1"},
+		{Case: "get", Tool: "hload", Round: 2, RPS: 76000, RequestsPerCPUSec: 94000},
+		{Case: "get", Tool: "wrk", Round: 2, Error: "no request completed"},
+		{Case: "get", Tool: "vegeta", Round: 2, RPS: 42000, RequestsPerCPUSec: 44000},
+		{Case: "get", Tool: "hload-isolated", Round: 2, Error: "exit status 1"},
 	}
 	meds := medians(runs)
 	if len(meds) != 4 || meds[0].Tool != "hload" || meds[3].Tool != "hload-isolated" {
@@ -141,8 +141,9 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%q: no error", args)
 		}
 	}
+	// The tools run in the order of the cases, whatever the flag's order.
 	o, err := parseFlags([]string{"-tools", "wrk, hload"}, &strings.Builder{})
-	if err != nil || len(o.tools) != 2 || o.tools[0].name != "wrk" || o.duration.Seconds() != 8 || o.rounds != 2 {
+	if err != nil || len(o.tools) != 2 || o.tools[0].name != "hload" || o.tools[1].name != "wrk" || o.duration.Seconds() != 8 || o.rounds != 2 {
 		t.Errorf("parseFlags = %+v, %v", o, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,22 +22,62 @@ import (
 // body is what the target server answers every request with.
 var body = bytes.Repeat([]byte("x"), 60)
 
+// countPath is where the target server tells how many requests it has
+// answered and how many echo connections it has served, as "HTTP ECHO":
+// counts hload did not write, to check its own against.
+const countPath = "/__count"
+
 // serve is the target server: this binary run again with -serve. It
-// answers every request on a loopback port with the 60-byte body, prints
-// its address on stdout and exits when stdin closes, that is when the
-// harness stops it or dies.
+// answers every request on a loopback port with the 60-byte body, after
+// sleeping ms milliseconds when the path is /slow?ms=N (the idle-VU case),
+// and echoes every byte on a second port (the echo plugin's case). It
+// prints both addresses on one line on stdout and exits when stdin
+// closes, that is when the harness stops it or dies.
 func serve(stdin io.Reader, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	echoLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	var requests, echoes atomic.Int64
 	srv := &http.Server{
-		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == countPath {
+				fmt.Fprintf(w, "%d %d", requests.Load(), echoes.Load())
+				return
+			}
+			requests.Add(1)
+			if r.URL.Path == "/slow" {
+				ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+				select {
+				case <-time.After(time.Duration(ms) * time.Millisecond):
+				case <-r.Context().Done():
+				}
+			}
+			w.Write(body)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go srv.Serve(ln)
-	fmt.Fprintln(stdout, ln.Addr().String())
+	go func() {
+		for {
+			conn, err := echoLn.Accept()
+			if err != nil {
+				return
+			}
+			echoes.Add(1)
+			go func() {
+				defer conn.Close()
+				io.Copy(conn, conn)
+			}()
+		}
+	}()
+	fmt.Fprintln(stdout, ln.Addr().String(), echoLn.Addr().String())
 	io.Copy(io.Discard, stdin)
+	echoLn.Close()
 	return srv.Close()
 }
 
@@ -78,9 +119,10 @@ func (p pinning) command(ctx context.Context, cpu int, path string, args ...stri
 
 // server is the running target server.
 type server struct {
-	cmd   *exec.Cmd
-	stdin io.Closer
-	url   string
+	cmd      *exec.Cmd
+	stdin    io.Closer
+	url      string // the HTTP server's base URL, ending in "/"
+	echoAddr string // the echo server's host:port
 }
 
 // startServer starts this binary with -serve, on core 1 when pinning, and
@@ -112,11 +154,12 @@ func startServer(ctx context.Context, p pinning) (*server, error) {
 	}()
 	select {
 	case a := <-addr:
-		if a == "" {
+		httpAddr, echoAddr, ok := strings.Cut(a, " ")
+		if !ok {
 			s.stop()
-			return nil, errors.New("the target server exited without printing its address")
+			return nil, fmt.Errorf("the target server printed %q, want its two addresses", a)
 		}
-		s.url = "http://" + a + "/"
+		s.url, s.echoAddr = "http://"+httpAddr+"/", echoAddr
 	case <-time.After(10 * time.Second):
 		s.stop()
 		return nil, errors.New("the target server printed no address within 10s")
@@ -142,6 +185,33 @@ func (s *server) check() error {
 		return fmt.Errorf("the target server answered %s with %d bytes (%v), want 200 with %d bytes", resp.Status, len(got), err, len(body))
 	}
 	return nil
+}
+
+// counts are the requests the server has answered and the echo
+// connections it has accepted so far, or an error.
+func (s *server) counts() (requests, echoes int64, err error) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(s.url + strings.TrimPrefix(countPath, "/"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("the target server's count: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the target server's count: %w", err)
+	}
+	return parseCounts(data)
+}
+
+// parseCounts reads the server's "HTTP ECHO" counts.
+func parseCounts(data []byte) (requests, echoes int64, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(string(data)), " ")
+	requests, err1 := strconv.ParseInt(a, 10, 64)
+	echoes, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("the target server's count: cannot read %q", data)
+	}
+	return requests, echoes, nil
 }
 
 // cpuSeconds is the CPU time (user+sys) the server has used so far, from

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 // result is one tool's figures over one run, or its medians over the
 // rounds (Round 0, Runs the rounds that succeeded).
 type result struct {
+	Case              string  `json:"case"`
 	Tool              string  `json:"tool"`
 	Round             int     `json:"round,omitempty"`
 	Runs              int     `json:"runs,omitempty"`
@@ -19,9 +21,18 @@ type result struct {
 	Requests          int64   `json:"requests"`
 	CPUSeconds        float64 `json:"cpu_s"`
 	RequestsPerCPUSec float64 `json:"requests_per_cpu_s"`
+	CPUMicrosPerReq   float64 `json:"cpu_us_per_request"`
 	PeakRSSMB         float64 `json:"peak_rss_mb"`
-	ServerCPUSeconds  float64 `json:"server_cpu_s"` // -1 when /proc could not be read
-	Error             string  `json:"error,omitempty"`
+	ServerCPUSeconds  float64 `json:"server_cpu_s"`    // -1 when /proc could not be read
+	ServerRequests    int64   `json:"server_requests"` // what the server counted during the run; -1 unknown
+	// Of the open-model cases: the requests the rate plans over the run,
+	// hload's dropped iterations and the p99 of its start lateness.
+	Planned       int64    `json:"planned,omitempty"`
+	Dropped       int64    `json:"dropped,omitempty"`
+	LatenessP99Ms *float64 `json:"start_lateness_p99_ms,omitempty"`
+	// VUs is the idle-VU case's VU count.
+	VUs   int    `json:"vus,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // median is the middle of xs, or the mean of the middle two.
@@ -59,7 +70,8 @@ func medians(runs []result) []result {
 				ok = append(ok, r)
 			}
 		}
-		m := result{Tool: tool, Runs: len(ok)}
+		first := byTool[tool][0]
+		m := result{Case: first.Case, Tool: tool, Runs: len(ok), VUs: first.VUs}
 		if len(ok) == 0 {
 			m.Error = "failed in every round"
 			out = append(out, m)
@@ -78,18 +90,37 @@ func medians(runs []result) []result {
 		m.RequestsPerCPUSec = col(func(r result) float64 { return r.RequestsPerCPUSec })
 		m.PeakRSSMB = col(func(r result) float64 { return r.PeakRSSMB })
 		m.ServerCPUSeconds = col(func(r result) float64 { return r.ServerCPUSeconds })
+		m.ServerRequests = int64(col(func(r result) float64 { return float64(r.ServerRequests) }))
+		m.CPUMicrosPerReq = col(func(r result) float64 { return r.CPUMicrosPerReq })
+		m.Planned = int64(col(func(r result) float64 { return float64(r.Planned) }))
+		m.Dropped = int64(col(func(r result) float64 { return float64(r.Dropped) }))
+		var late []float64
+		for _, r := range ok {
+			if r.LatenessP99Ms != nil {
+				late = append(late, *r.LatenessP99Ms)
+			}
+		}
+		if len(late) > 0 {
+			v := median(late)
+			m.LatenessP99Ms = &v
+		}
 		out = append(out, m)
 	}
 	return out
 }
 
-// ratio is one goal of docs/performance.md, as measured in this invocation.
+// ratio is one goal of docs/performance.md, as measured in this
+// invocation: a ratio of two tools' figures, or one figure of one tool.
 type ratio struct {
+	Case  string  `json:"case"`
 	What  string  `json:"what"`
-	Value float64 `json:"value,omitempty"`
-	Goal  float64 `json:"goal"` // Value must be at least this
-	Meets bool    `json:"meets"`
-	// Missing says why the ratio could not be computed.
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"` // "x" for a ratio; "%", "ms", "KB" or "" for a figure
+	Goal  float64 `json:"goal"`
+	// AtMost says Value must be at most Goal; otherwise at least.
+	AtMost bool `json:"at_most,omitempty"`
+	Meets  bool `json:"meets"`
+	// Missing says why the figure could not be computed.
 	Missing string `json:"missing,omitempty"`
 	// Note qualifies the figure, such as a server that was not pinned.
 	Note string `json:"note,omitempty"`
@@ -112,8 +143,17 @@ func ratios(meds []result, pinned bool) []ratio {
 		}
 		return tool + " was not run"
 	}
-	of := func(what string, goal float64, a, b string, f func(result) float64) ratio {
-		r := ratio{What: what, Goal: goal}
+	judge := func(r ratio) ratio {
+		if r.AtMost {
+			r.Meets = r.Value <= r.Goal
+		} else {
+			r.Meets = r.Value >= r.Goal
+		}
+		return r
+	}
+	// of is a's figure over b's.
+	of := func(c, what string, goal float64, atMost bool, a, b string, f func(result) float64) ratio {
+		r := ratio{Case: c, What: what, Unit: "x", Goal: goal, AtMost: atMost}
 		ra, okA := by[a]
 		rb, okB := by[b]
 		switch {
@@ -125,54 +165,182 @@ func ratios(meds []result, pinned bool) []ratio {
 			r.Missing = b + "'s figure is zero"
 		default:
 			r.Value = f(ra) / f(rb)
-			r.Meets = r.Value >= goal
+			r = judge(r)
 		}
 		return r
 	}
+	// figure is one of a's figures; ok false when a did not report it.
+	figure := func(c, what, unit string, goal float64, a string, f func(result) (float64, bool)) ratio {
+		r := ratio{Case: c, What: what, Unit: unit, Goal: goal, AtMost: true}
+		ra, okA := by[a]
+		if !okA {
+			r.Missing = without(a)
+			return r
+		}
+		v, ok := f(ra)
+		if !ok {
+			r.Missing = a + " did not report it"
+			return r
+		}
+		r.Value = v
+		return judge(r)
+	}
 	perCPU := func(r result) float64 { return r.RequestsPerCPUSec }
+	cpuPerRequest := func(r result) float64 { return r.CPUMicrosPerReq }
 	rps := func(r result) float64 { return r.RPS }
 	out := []ratio{
-		of("hload requests per CPU-second vs vegeta", 2, "hload", "vegeta", perCPU),
-		of("hload requests per CPU-second vs wrk", 0.8, "hload", "wrk", perCPU),
-		of("hload requests/s vs wrk, against a 1-core server", 0.95, "hload", "wrk", rps),
-		of("hload isolated vs in-process requests/s", 0.8, "hload-isolated", "hload", rps),
+		of("get", "hload requests per CPU-second vs vegeta", 2, false, "hload", "vegeta", perCPU),
+		of("get", "hload requests per CPU-second vs wrk", 0.8, false, "hload", "wrk", perCPU),
+		of("get", "hload requests/s vs wrk, against a 1-core server", 0.95, false, "hload", "wrk", rps),
+		of("get", "hload isolated vs in-process requests/s", 0.8, false, "hload-isolated", "hload", rps),
 		// A flow of constant steps must cost no more CPU per request than
 		// the same requests as separate iterations; 0.95 leaves room for
 		// the noise of one run on a shared machine.
-		of("hload 3-step flow vs single requests, requests per CPU-second", 0.95, "hload-flow", "hload", perCPU),
+		of("get", "hload 3-step flow vs single requests, requests per CPU-second", 0.95, false, "hload-flow", "hload", perCPU),
+		of("post", "hload CPU per request, constant POST vs GET", 1.3, true, "hload-post", "hload", cpuPerRequest),
+		of("post-dynamic", "hload CPU per request, dynamic POST vs constant POST", 1.3, true, "hload-post-dynamic", "hload-post", cpuPerRequest),
 	}
 	if !pinned {
 		out[2].Note = "the server was not pinned to one core"
 	}
-	return out
+	for _, rate := range []int{2000, 10000} {
+		c := fmt.Sprintf("open-%d", rate)
+		tool := "hload-" + c
+		out = append(out,
+			figure(c, fmt.Sprintf("hload at %d/s: sent off the plan", rate), "%", 0.5, tool, func(r result) (float64, bool) {
+				if r.Planned <= 0 {
+					return 0, false
+				}
+				return math.Abs(float64(r.Requests)/float64(r.Planned)-1) * 100, true
+			}),
+			figure(c, fmt.Sprintf("hload at %d/s: dropped iterations", rate), "", 0, tool, func(r result) (float64, bool) {
+				return float64(r.Dropped), true
+			}),
+			figure(c, fmt.Sprintf("hload at %d/s: start lateness p99", rate), "ms", 1, tool, func(r result) (float64, bool) {
+				if r.LatenessP99Ms == nil {
+					return 0, false
+				}
+				return *r.LatenessP99Ms, true
+			}),
+			of(c, fmt.Sprintf("hload CPU per request, open at %d/s vs closed GET", rate), 1.3, true, tool, "hload", cpuPerRequest),
+		)
+	}
+	out = append(out, idleSlope(by, without),
+		of("plugin", "hload dynamic POST isolated vs in-process requests/s", 0.8, false, "hload-post-dynamic-isolated", "hload-post-dynamic", rps))
+	// Only the goals of the cases that ran.
+	ran := map[string]bool{}
+	for _, m := range meds {
+		ran[m.Case] = true
+	}
+	kept := out[:0]
+	for _, r := range out {
+		if ran[r.Case] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
-// printResults prints one table of results under a title.
+// idleSlope is the peak RSS one more waiting VU costs: the slope between
+// the idle-VU case's two runs, so that what hload costs with no VU at all
+// does not count.
+func idleSlope(by map[string]result, without func(string) string) ratio {
+	r := ratio{Case: "idle-vus", Unit: "KB", Goal: 20, AtMost: true,
+		What: fmt.Sprintf("hload peak RSS per added VU, %d to %d VUs", idleVUs[0], idleVUs[1])}
+	lo, okLo := by[fmt.Sprintf("hload-idle-%d", idleVUs[0])]
+	hi, okHi := by[fmt.Sprintf("hload-idle-%d", idleVUs[1])]
+	switch {
+	case !okLo:
+		r.Missing = without(fmt.Sprintf("hload-idle-%d", idleVUs[0]))
+	case !okHi:
+		r.Missing = without(fmt.Sprintf("hload-idle-%d", idleVUs[1]))
+	default:
+		r.Value = (hi.PeakRSSMB - lo.PeakRSSMB) * 1024 / float64(idleVUs[1]-idleVUs[0])
+		r.Meets = r.Value <= r.Goal
+	}
+	return r
+}
+
+// printResults prints the results under a title, a table per case.
 func printResults(w io.Writer, title string, rs []result) {
-	const row = "%-15s %12s %8s %15s %12s %13s\n"
-	fmt.Fprintf(w, "\n%s\n", title)
-	fmt.Fprintf(w, row, "tool", "requests/s", "CPU s", "requests/CPU-s", "peak RSS MB", "server CPU s")
+	var order []string
+	byCase := map[string][]result{}
 	for _, r := range rs {
-		if r.Error != "" {
-			fmt.Fprintf(w, "%-15s failed: %s\n", r.Tool, oneLine(r.Error))
-			continue
+		if _, seen := byCase[r.Case]; !seen {
+			order = append(order, r.Case)
 		}
-		server := "?"
-		if r.ServerCPUSeconds >= 0 {
-			server = fmt.Sprintf("%.2f", r.ServerCPUSeconds)
-		}
-		fmt.Fprintf(w, row, r.Tool, thousands(r.RPS), fmt.Sprintf("%.2f", r.CPUSeconds),
-			thousands(r.RequestsPerCPUSec), fmt.Sprintf("%.1f", r.PeakRSSMB), server)
+		byCase[r.Case] = append(byCase[r.Case], r)
+	}
+	for _, c := range order {
+		printCase(w, title+", case "+c, byCase[c])
 	}
 }
 
-// printRatios prints each ratio with its goal and whether it meets it.
+// printCase prints one case's table; the open-model columns only when a
+// tool of the case has a plan, the VUs only in the idle-VU case.
+func printCase(w io.Writer, title string, rs []result) {
+	open, idle := false, false
+	for _, r := range rs {
+		open = open || r.Planned > 0
+		idle = idle || r.VUs > 0
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "tool\trequests/s\tCPU s\tCPU us/request\trequests/CPU-s\tpeak RSS MB\tserver CPU s\tserver count\t"
+	if open {
+		head += "planned\tdropped\tlateness p99 ms\t"
+	}
+	if idle {
+		head += "VUs\t"
+	}
+	fmt.Fprintln(tw, head)
+	for _, r := range rs {
+		if r.Error != "" {
+			tw.Flush()
+			fmt.Fprintf(w, "%s failed: %s\n", r.Tool, oneLine(r.Error))
+			continue
+		}
+		server, count := "?", "?"
+		if r.ServerCPUSeconds >= 0 {
+			server = fmt.Sprintf("%.2f", r.ServerCPUSeconds)
+		}
+		if r.ServerRequests >= 0 {
+			count = thousands(float64(r.ServerRequests))
+		}
+		row := fmt.Sprintf("%s\t%s\t%.2f\t%.1f\t%s\t%.1f\t%s\t%s\t", r.Tool, thousands(r.RPS), r.CPUSeconds,
+			r.CPUMicrosPerReq, thousands(r.RequestsPerCPUSec), r.PeakRSSMB, server, count)
+		if open {
+			late := "-"
+			if r.LatenessP99Ms != nil {
+				late = fmt.Sprintf("%.2f", *r.LatenessP99Ms)
+			}
+			planned := "-"
+			if r.Planned > 0 {
+				planned = thousands(float64(r.Planned))
+			}
+			row += fmt.Sprintf("%s\t%d\t%s\t", planned, r.Dropped, late)
+		}
+		if idle {
+			row += strconv.Itoa(r.VUs) + "\t"
+		}
+		fmt.Fprintln(tw, row)
+	}
+	tw.Flush()
+}
+
+// printRatios prints each goal with its figure and whether it meets it,
+// under its case.
 func printRatios(w io.Writer, rs []ratio) {
 	fmt.Fprintln(w, "\ngoals (docs/performance.md), from the medians")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, r := range rs {
+		cmp := ">="
+		if r.AtMost {
+			cmp = "<="
+		}
+		goal := fmt.Sprintf("goal %s %s", cmp, withUnit(r.Goal, r.Unit))
 		if r.Missing != "" {
-			fmt.Fprintf(tw, "%s\tn/a\tgoal >= %gx\t%s\n", r.What, r.Goal, r.Missing)
+			fmt.Fprintf(tw, "%s\t%s\tn/a\t%s\t%s\n", r.Case, r.What, goal, r.Missing)
 			continue
 		}
 		verdict := "below"
@@ -182,9 +350,21 @@ func printRatios(w io.Writer, rs []ratio) {
 		if r.Note != "" {
 			verdict += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%.2fx\tgoal >= %gx\t%s\n", r.What, r.Value, r.Goal, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Case, r.What, withUnit(r.Value, r.Unit), goal, verdict)
 	}
 	tw.Flush()
+}
+
+// withUnit formats a goal's figure in its unit.
+func withUnit(v float64, unit string) string {
+	switch unit {
+	case "x":
+		return fmt.Sprintf("%.2fx", v)
+	case "":
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
 }
 
 // thousands formats x rounded, with commas between thousands.

@@ -12,73 +12,19 @@ import (
 	"time"
 )
 
-// hloadTest is the test hload runs: constant VUs against the server, each
-// on its own keep-alive connection, in-process or isolated.
-const hloadTest = `variable "base_url" {}
-variable "isolate" {}
-variable "vus" {}
-variable "duration" {}
-
-target "server" {
-  protocol = "http"
-  base_url = var.base_url
-  isolate  = var.isolate
-}
-
-scenario "s" {
-  executor = "constant-vus"
-  vus      = var.vus
-  duration = var.duration
-
-  request "r" {
-    path = "/"
-  }
-}
-`
-
-// hloadFlowTest is hloadTest with each iteration a flow of three constant
-// steps instead of one request: the same calls, so its requests per
-// CPU-second against hload's shows what running a journey costs.
-const hloadFlowTest = `variable "base_url" {}
-variable "isolate" {}
-variable "vus" {}
-variable "duration" {}
-
-target "server" {
-  protocol = "http"
-  base_url = var.base_url
-  isolate  = var.isolate
-}
-
-scenario "s" {
-  executor = "constant-vus"
-  vus      = var.vus
-  duration = var.duration
-
-  flow "f" {
-    request "a" {
-      path = "/"
-    }
-    request "b" {
-      path = "/"
-    }
-    request "c" {
-      path = "/"
-    }
-  }
-}
-`
-
 // toolRun is what one run of a tool needs.
 type toolRun struct {
-	url         string
+	url         string // the HTTP server's base URL, ending in "/"
+	echoAddr    string // the echo server's host:port
 	duration    time.Duration
 	connections int
-	program     string // the tool's binary
-	files       string // a path prefix for the run's own files
+	program     string   // the tool's binary
+	files       string   // a path prefix for the run's own files
+	env         []string // added to the tool's environment (-profile)
 }
 
-// A tool is one load generator: how to run it and how to read its figures.
+// A tool is one load generator in one case: how to run it and how to read
+// its figures.
 type tool struct {
 	name    string
 	program string // looked up on PATH; "" for hload, which the harness builds
@@ -91,74 +37,36 @@ type tool struct {
 	// note says what the harness measures of the tool, when that is not
 	// simply the one process.
 	note string
+	// rate is the planned requests per second of an open-model run; 0
+	// for a closed one.
+	rate int
+	// vus is the VUs of the idle-VU case's runs; 0 elsewhere.
+	vus int
+	// counted says which of the server's counts must equal the tool's
+	// requests exactly: "http", "echo", or "" (the peers, whose calls in
+	// flight when they stop are counted by the server and not by them).
+	counted string
+	// caseName is the case the tool belongs to.
+	caseName string
 }
 
-// tools are the tools the harness runs, in the order each round runs them.
-func tools() []*tool {
-	return []*tool{
-		{
-			name:    "hload",
-			install: "go build ./cmd/hload",
-			args:    hloadArgs(false, "test.hcl"),
-			figures: hloadFigures,
-		},
-		{
-			name:    "hload-flow",
-			install: "go build ./cmd/hload",
-			args:    hloadArgs(false, "flow.hcl"),
-			figures: hloadFigures,
-			note:    "each iteration a flow of 3 constant steps: the same requests as hload's",
-		},
-		{
-			name:    "hload-isolated",
-			install: "go build ./cmd/hload",
-			args:    hloadArgs(true, "test.hcl"),
-			figures: hloadFigures,
-			note:    "isolate = true on the target: CPU is hload's and its plugin process's",
-		},
-		{
-			name:    "wrk",
-			program: "wrk",
-			install: "apt-get install -y wrk (or scripts/peers.sh)",
-			args: func(r toolRun) []string {
-				return []string{"-t1", "-c" + strconv.Itoa(r.connections), fmt.Sprintf("-d%ds", int(r.duration.Seconds())), r.url}
-			},
-			figures: func(_ context.Context, _ toolRun, out []byte) (figures, error) { return parseWrk(out) },
-		},
-		{
-			name:    "hey",
-			program: "hey",
-			install: "apt-get install -y hey (or scripts/peers.sh)",
-			args: func(r toolRun) []string {
-				return []string{"-z", r.duration.String(), "-c", strconv.Itoa(r.connections), r.url}
-			},
-			figures: func(_ context.Context, _ toolRun, out []byte) (figures, error) { return parseHey(out) },
-		},
-		{
-			name:    "vegeta",
-			program: "vegeta",
-			install: "GOBIN=~/.cache/hload/bin go install github.com/tsenart/vegeta/v12@v12.13.0 (or scripts/peers.sh)",
-			args: func(r toolRun) []string {
-				n := strconv.Itoa(r.connections)
-				return []string{"attack", "-rate=0", "-max-workers=" + n, "-workers=" + n,
-					"-duration=" + r.duration.String(), "-output=" + r.files + ".bin"}
-			},
-			stdin:   func(r toolRun) string { return "GET " + r.url + "\n" },
-			figures: vegetaFigures,
-			note:    "the attack alone is measured; vegeta report reads its results afterwards",
-		},
-	}
-}
-
-func hloadArgs(isolate bool, file string) func(r toolRun) []string {
+// hloadArgs runs hload on the test file, with its variables.
+func hloadArgs(file string, isolate bool) func(r toolRun) []string {
 	return func(r toolRun) []string {
 		return []string{"apply", "--quiet", "--summary-export", r.files + ".json",
 			"--var", "base_url=" + r.url,
+			"--var", "echo_address=" + r.echoAddr,
 			"--var", "isolate=" + strconv.FormatBool(isolate),
 			"--var", "vus=" + strconv.Itoa(r.connections),
 			"--var", "duration=" + r.duration.String(),
 			filepath.Join(filepath.Dir(r.files), file)}
 	}
+}
+
+// hloadTool is one hload run of a case's test file.
+func hloadTool(name, file string, isolate bool, note string) *tool {
+	return &tool{name: name, install: "go build ./cmd/hload", args: hloadArgs(file, isolate),
+		figures: hloadFigures, note: note, counted: "http"}
 }
 
 func hloadFigures(_ context.Context, r toolRun, _ []byte) (figures, error) {
@@ -182,16 +90,23 @@ func vegetaFigures(ctx context.Context, r toolRun, _ []byte) (figures, error) {
 	return parseVegeta(out)
 }
 
-// buildHload builds ./cmd/hload into dir and writes the test beside it.
-func buildHload(ctx context.Context, dir string) (string, error) {
+// buildHload builds ./cmd/hload into dir, and the echo plugin into
+// dir/plugins when a case needs it, and writes the tests' files beside.
+func buildHload(ctx context.Context, dir string, echo bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	bin := filepath.Join(dir, "hload")
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/hload/hload/cmd/hload").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building hload (run the harness inside the hload repository): %v\n%s", err, tail(out))
+	builds := [][2]string{{bin, "github.com/hload/hload/cmd/hload"}}
+	if echo {
+		builds = append(builds, [2]string{filepath.Join(dir, "plugins", "hload-plugin-echo"), "github.com/hload/hload/examples/plugins/echo"})
 	}
-	for name, text := range map[string]string{"test.hcl": hloadTest, "flow.hcl": hloadFlowTest} {
+	for _, b := range builds {
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", b[0], b[1]).CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("building %s (run the harness inside the hload repository): %v\n%s", b[1], err, tail(out))
+		}
+	}
+	for name, text := range testFiles {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			return "", err
 		}
@@ -208,6 +123,9 @@ func measure(ctx context.Context, p pinning, t *tool, r toolRun) (figures, usage
 	defer cancel()
 	cmd := p.command(ctx, 0, r.program, t.args(r)...)
 	cmd.Dir = filepath.Dir(r.files)
+	if len(r.env) > 0 {
+		cmd.Env = append(os.Environ(), r.env...)
+	}
 	if t.stdin != nil {
 		cmd.Stdin = bytes.NewBufferString(t.stdin(r))
 	}
