@@ -1,0 +1,255 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A real open-model summary (hload at 2,000/s for 1 s against this
+// harness's server): hload's start lateness p99 is read from it, and the
+// iterations it dropped.
+func TestHloadOpenSummary(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "hload-summary-open.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseHloadSummary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.requests != 2000 || got.dropped != 0 || got.latenessP99 != 1.868 {
+		t.Errorf("figures %+v, want 2000 requests, 0 dropped, lateness p99 1.868 ms", got)
+	}
+	// Dropped iterations, and the worst lateness of two requests.
+	got, err = parseHloadSummary([]byte(`{"scenarios": {"s": {"dropped_iterations": 720, "requests": {
+		"a": {"count": 100, "metrics": {"start_lateness": {"count": 100, "p99": 451.5}}},
+		"b": {"count": 50, "metrics": {"start_lateness": {"count": 50, "p99": 738.25}}}}}}}`))
+	if err != nil || got.dropped != 720 || got.latenessP99 != 738.25 || got.requests != 150 {
+		t.Errorf("figures %+v, %v; want 720 dropped, lateness p99 738.25 ms, 150 requests", got, err)
+	}
+}
+
+// med is a median result of one tool in one case, as medians makes them.
+func med(c, tool string, rps, cpuUS float64) result {
+	r := result{Case: c, Tool: tool, Runs: 3, RPS: rps, CPUMicrosPerReq: cpuUS, ServerRequests: -1}
+	if cpuUS > 0 {
+		r.RequestsPerCPUSec = 1e6 / cpuUS
+	}
+	return r
+}
+
+// goal finds a goal by the start of its text.
+func goal(t *testing.T, rs []ratio, what string) ratio {
+	t.Helper()
+	for _, r := range rs {
+		if strings.HasPrefix(r.What, what) {
+			return r
+		}
+	}
+	t.Fatalf("no goal %q in %+v", what, rs)
+	return ratio{}
+}
+
+// The issue's Must show 2, 3, 4 and 5, from the medians of every case:
+// ratios of CPU per request are at most their goal, figures of the open
+// model are read from hload's, and the idle-VU figure is a slope.
+func TestGoalsOfTheCases(t *testing.T) {
+	late := 0.8
+	open2k := med("open-2000", "hload-open-2000", 2000, 30)
+	open2k.Planned, open2k.Requests, open2k.LatenessP99Ms = 20000, 19950, &late
+	open10k := med("open-10000", "hload-open-10000", 9000, 88)
+	open10k.Planned, open10k.Requests, open10k.Dropped = 100000, 99280, 720
+	idleLo := med("idle-vus", "hload-idle-2000", 0, 0)
+	idleLo.PeakRSSMB = 100
+	idleHi := med("idle-vus", "hload-idle-10000", 0, 0)
+	idleHi.PeakRSSMB = 400
+	meds := []result{
+		med("get", "hload", 40000, 23),
+		med("post", "hload-post", 20000, 29.9),
+		med("post-dynamic", "hload-post-dynamic", 18000, 40),
+		open2k, open10k, idleLo, idleHi,
+		med("plugin", "hload-post-dynamic-isolated", 14400, 60),
+	}
+	rs := ratios(meds, true)
+
+	want := []struct {
+		what   string
+		value  float64
+		unit   string
+		meets  bool
+		atMost bool
+	}{
+		{"hload CPU per request, constant POST vs GET", 29.9 / 23, "x", true, true},
+		{"hload CPU per request, dynamic POST vs constant POST", 40 / 29.9, "x", false, true},
+		{"hload at 2000/s: sent off the plan", 0.25, "%", true, true},
+		{"hload at 2000/s: dropped iterations", 0, "", true, true},
+		{"hload at 2000/s: start lateness p99", 0.8, "ms", true, true},
+		{"hload CPU per request, open at 2000/s vs closed GET", 30.0 / 23, "x", false, true},
+		{"hload at 10000/s: sent off the plan", 0.72, "%", false, true},
+		{"hload at 10000/s: dropped iterations", 720, "", false, true},
+		{"hload CPU per request, open at 10000/s vs closed GET", 88.0 / 23, "x", false, true},
+		{"hload peak RSS per added VU", 300 * 1024 / 8000.0, "KB", false, true},
+		{"hload dynamic POST isolated vs in-process requests/s", 0.8, "x", true, false},
+	}
+	for _, w := range want {
+		r := goal(t, rs, w.what)
+		if r.Missing != "" || math.Abs(r.Value-w.value) > 1e-9 || r.Unit != w.unit || r.Meets != w.meets || r.AtMost != w.atMost {
+			t.Errorf("%s = %+v, want value %g %s, meets %v, at most %v", w.what, r, w.value, w.unit, w.meets, w.atMost)
+		}
+	}
+	// hload did not report its lateness at 10,000/s: n/a, not a zero
+	// that would meet the goal.
+	if r := goal(t, rs, "hload at 10000/s: start lateness p99"); r.Missing != "hload-open-10000 did not report it" || r.Meets {
+		t.Errorf("lateness without a figure = %+v", r)
+	}
+	// Of the get case only hload ran, as the others' reference: its goals
+	// against the peers are n/a, not below.
+	if r := goal(t, rs, "hload requests per CPU-second vs wrk"); r.Missing != "wrk was not run" || r.Meets {
+		t.Errorf("without wrk: %+v", r)
+	}
+}
+
+// A goal whose tools are missing, failed or report zero says so and
+// neither meets nor fails on a zero.
+func TestGoalsWithMissingTools(t *testing.T) {
+	failedOpen := result{Case: "open-2000", Tool: "hload-open-2000", Error: "failed in every round"}
+	meds := []result{
+		med("post", "hload-post", 20000, 29.9),
+		med("post-dynamic", "hload-post-dynamic", 18000, 40),
+		failedOpen,
+		med("idle-vus", "hload-idle-10000", 0, 0),
+		med("plugin", "hload-post-dynamic-isolated", 14400, 60),
+	}
+	rs := ratios(meds, true)
+	// No tool of the get case ran: its goals are not listed.
+	for _, r := range rs {
+		if r.Case == "get" {
+			t.Errorf("a goal of a case that did not run: %+v", r)
+		}
+	}
+	for what, missing := range map[string]string{
+		"hload CPU per request, constant POST vs GET":          "hload was not run",
+		"hload at 2000/s: sent off the plan":                   "hload-open-2000 failed in every round",
+		"hload CPU per request, open at 2000/s vs closed GET":  "hload-open-2000 failed in every round",
+		"hload peak RSS per added VU":                          "hload-idle-2000 was not run",
+		"hload dynamic POST isolated vs in-process requests/s": "",
+	} {
+		r := goal(t, rs, what)
+		if r.Missing != missing || (missing != "" && r.Meets) {
+			t.Errorf("%s = %+v, want missing %q", what, r, missing)
+		}
+	}
+	// The dynamic POST in-process with no requests/s: its figure is zero,
+	// and the ratio is not computed from it.
+	meds = append(meds[:len(meds)-1], med("plugin", "hload-post-dynamic-isolated", 14400, 60))
+	meds[1].RPS = 0
+	if r := goal(t, ratios(meds, true), "hload dynamic POST isolated"); r.Missing != "hload-post-dynamic's figure is zero" || r.Meets {
+		t.Errorf("against a zero figure: %+v", r)
+	}
+}
+
+// The medians carry each case's own figures: CPU per request, the plan,
+// the dropped iterations, the lateness of the runs that reported it, and
+// the server's count.
+func TestMediansOfTheNewFigures(t *testing.T) {
+	l1, l2, l3 := 0.5, 3.0, 1.0
+	runs := []result{
+		{Case: "open-2000", Tool: "hload-open-2000", Round: 1, CPUMicrosPerReq: 30, Planned: 2000, Requests: 1990, Dropped: 10, LatenessP99Ms: &l1, ServerRequests: 1990},
+		{Case: "open-2000", Tool: "hload-open-2000", Round: 2, CPUMicrosPerReq: 50, Planned: 2000, Requests: 2000, Dropped: 0, LatenessP99Ms: &l2, ServerRequests: 2000},
+		{Case: "open-2000", Tool: "hload-open-2000", Round: 3, CPUMicrosPerReq: 40, Planned: 2000, Requests: 1999, Dropped: 1, LatenessP99Ms: &l3, ServerRequests: 1999},
+		{Case: "open-2000", Tool: "vegeta-open-2000", Round: 1, CPUMicrosPerReq: 70, Planned: 2000, Requests: 2000, ServerRequests: 2000},
+	}
+	meds := medians(runs)
+	if len(meds) != 2 {
+		t.Fatalf("medians = %+v", meds)
+	}
+	h := meds[0]
+	if h.Case != "open-2000" || h.CPUMicrosPerReq != 40 || h.Planned != 2000 || h.Requests != 1999 || h.Dropped != 1 ||
+		h.LatenessP99Ms == nil || *h.LatenessP99Ms != 1.0 || h.ServerRequests != 1999 {
+		t.Errorf("hload's medians = %+v", h)
+	}
+	if v := meds[1]; v.LatenessP99Ms != nil || v.CPUMicrosPerReq != 70 {
+		t.Errorf("vegeta reports no lateness; medians = %+v", v)
+	}
+}
+
+// The table of an open-model case has the open columns and the other
+// cases' tables do not.
+func TestPrintResultsPerCase(t *testing.T) {
+	late := 2.63
+	open := med("open-2000", "hload-open-2000", 1991, 180.3)
+	open.Planned, open.LatenessP99Ms, open.ServerRequests = 2000, &late, 2000
+	var b strings.Builder
+	printResults(&b, "round 1 of 1", []result{med("get", "hload", 40000, 23), open,
+		{Case: "open-2000", Tool: "vegeta-open-2000", Error: "exit status 1:\nboom"}})
+	out := b.String()
+	get, openTable, ok := strings.Cut(out, "round 1 of 1, case open-2000")
+	if !ok || !strings.Contains(get, "round 1 of 1, case get") {
+		t.Fatalf("no table per case:\n%s", out)
+	}
+	if strings.Contains(get, "planned") || !strings.Contains(openTable, "planned") || !strings.Contains(openTable, "2.63") {
+		t.Errorf("open columns in the wrong table:\n%s", out)
+	}
+	if !strings.Contains(openTable, "vegeta-open-2000 failed: exit status 1: boom") {
+		t.Errorf("the failure is not on one line:\n%s", out)
+	}
+}
+
+func TestSelectTools(t *testing.T) {
+	all := cases()
+	names := func(ts []*tool) string {
+		var n []string
+		for _, t := range ts {
+			n = append(n, t.name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tt := range []struct {
+		cases, tools, want, wantErr string
+	}{
+		// A case brings the tools its goals compare against, in the
+		// order of the cases.
+		{cases: "post", want: "hload,hload-post,wrk-post,hey-post,vegeta-post"},
+		{cases: "plugin", want: "hload-post-dynamic,hload-post-dynamic-isolated,hload-echo"},
+		{cases: "open-10000, idle-vus", want: "hload,hload-open-10000,vegeta-open-10000,hload-idle-2000,hload-idle-10000"},
+		{cases: "post", tools: "hload-post", want: "hload-post"},
+		{tools: "vegeta-open-2000,hload", want: "hload,vegeta-open-2000"},
+		{cases: "posts", wantErr: `-cases: no case "posts"; the cases are get, post, post-dynamic, open-2000, open-10000, idle-vus, plugin`},
+		{cases: "post", tools: "wrk", wantErr: `-tools: no tool "wrk" in the cases chosen`},
+		{tools: "ab", wantErr: `-tools: no tool "ab"`},
+	} {
+		got, err := selectTools(all, tt.cases, tt.tools)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("-cases %q -tools %q: error %v, want %q", tt.cases, tt.tools, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || names(got) != tt.want {
+			t.Errorf("-cases %q -tools %q = %s, %v; want %s", tt.cases, tt.tools, names(got), err, tt.want)
+		}
+	}
+	// By default every case runs, and every tool knows its case.
+	got, _ := selectTools(all, "", "")
+	seen := map[string]bool{}
+	for _, t := range got {
+		seen[t.caseName] = true
+	}
+	if len(seen) != len(all) {
+		t.Errorf("default cases %v, want all %d", seen, len(all))
+	}
+}
+
+func TestParseCounts(t *testing.T) {
+	if r, e, err := parseCounts([]byte("123 45")); r != 123 || e != 45 || err != nil {
+		t.Errorf("parseCounts = %d, %d, %v", r, e, err)
+	}
+	for _, bad := range []string{"", "123", "x 1", "1 y", "<html>"} {
+		if _, _, err := parseCounts([]byte(bad)); err == nil {
+			t.Errorf("parseCounts(%q): no error", bad)
+		}
+	}
+}
