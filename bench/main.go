@@ -2,22 +2,31 @@
 // invocation, against one target server:
 //
 //	scripts/peers.sh    # installs wrk, hey and vegeta when they are missing
-//	go run ./bench      # 2 rounds, 8 s per tool per round
+//	go run ./bench      # every case, 2 rounds, 8 s per tool per round
 //
 // The target server is this binary again, run with -serve: net/http on
-// 127.0.0.1, answering every request with a 60-byte body. With two cores
-// and taskset, the server is pinned to core 1 and each tool to core 0.
-// Each tool runs with 50 connections for -duration, in turn, and the
-// rounds interleave the tools (A, B, C, then A, B, C again), so a burst of
-// other work on the machine spreads over all of them. Each tool's CPU time
-// and peak RSS come from its rusage, as wait4 returns it.
+// 127.0.0.1, answering every request with a 60-byte body (after a delay on
+// /slow?ms=N), a TCP echo server beside it, and the counts of both, which
+// hload's own must equal. With two cores and taskset, the server is pinned
+// to core 1 and each tool to core 0. The tools run in turn, case by case,
+// and the rounds interleave them (A, B, C, then A, B, C again), so a burst
+// of other work on the machine spreads over all of them. Each tool's CPU
+// time and peak RSS come from its rusage, as wait4 returns it.
 //
-// It prints a table per round, each tool's medians, and the ratios that
-// docs/performance.md sets as goals, each marked "meets" or "below". A missing
-// tool is reported with its install command and skipped. The exit code is
-// 1 when a tool failed to run or its figures could not be read, and with
-// -require-all when a tool is missing; 2 for bad flags. Speed never
-// changes the exit code.
+// The cases (-cases) are a keep-alive GET (get), a POST with a query and a
+// constant JSON body (post), the same POST with dynamic values
+// (post-dynamic), the open model at 2,000 and 10,000 requests/s against
+// vegeta -rate (open-2000, open-10000), 2,000 and 10,000 VUs waiting on
+// the slow path (idle-vus), and the dynamic POST through a plugin process
+// with the external echo plugin (plugin). bench/README.md says what each
+// measures and why.
+//
+// It prints a table per case per round, each tool's medians, and the goals
+// of docs/performance.md, each marked "meets" or "below". A missing tool
+// is reported with its install command and skipped. The exit code is 1
+// when a tool failed to run, its figures could not be read or hload's
+// count differs from the server's, and with -require-all when a tool is
+// missing; 2 for bad flags. Speed never changes the exit code.
 package main
 
 import (
@@ -254,6 +263,10 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		if o.profileDir, err = filepath.Abs(o.profileDir); err == nil {
 			err = os.MkdirAll(o.profileDir, 0o755)
 		}
+		if err == nil && hload != "" {
+			// The binary beside its profiles, for pprof's source view.
+			err = copyFile(hload, filepath.Join(o.profileDir, "hload"))
+		}
 		if err != nil {
 			return fmt.Errorf("-profile: %w", err)
 		}
@@ -381,6 +394,15 @@ func runOnce(ctx context.Context, pin pinning, srv *server, t *tool, r toolRun) 
 		return res, fmt.Errorf("the server counted %d %s calls, %s reported %d", res.ServerRequests, t.counted, t.name, f.requests)
 	}
 	return res, nil
+}
+
+// copyFile copies an executable.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o755)
 }
 
 // loadAvg is the machine's 1, 5 and 15-minute load average, or "?".
