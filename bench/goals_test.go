@@ -20,8 +20,8 @@ func TestHloadOpenSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.requests != 2000 || got.dropped != 0 || got.latenessP99 != 1.868 {
-		t.Errorf("figures %+v, want 2000 requests, 0 dropped, lateness p99 1.868 ms", got)
+	if got.requests != 2000 || got.dropped != 0 || got.latenessP99 != 1.868 || got.saturated != "" {
+		t.Errorf("figures %+v, want 2000 requests, 0 dropped, lateness p99 1.868 ms, not saturated", got)
 	}
 	// Dropped iterations, and the worst lateness of two requests.
 	got, err = parseHloadSummary([]byte(`{"scenarios": {"s": {"dropped_iterations": 720, "requests": {
@@ -29,6 +29,37 @@ func TestHloadOpenSummary(t *testing.T) {
 		"b": {"count": 50, "metrics": {"start_lateness": {"count": 50, "p99": 738.25}}}}}}}`))
 	if err != nil || got.dropped != 720 || got.latenessP99 != 738.25 || got.requests != 150 {
 		t.Errorf("figures %+v, %v; want 720 dropped, lateness p99 738.25 ms, 150 requests", got, err)
+	}
+}
+
+// hload's summary says when hload was the bottleneck of its run; the
+// harness keeps the reason, so that the figures are read with it.
+func TestHloadSaturated(t *testing.T) {
+	for generator, want := range map[string]string{
+		`"generator": {"saturated": true, "reason": "CPU 98% of 1 core for 4 of 5 intervals"},`: "CPU 98% of 1 core for 4 of 5 intervals",
+		`"generator": {"saturated": true},`:                                                     "saturated",
+		`"generator": {"saturated": false, "reason": "ignored"},`:                               "",
+		``: "",
+	} {
+		data := []byte(`{` + generator + ` "scenarios": {"s": {"requests": {"r": {"count": 10}}}}}`)
+		got, err := parseHloadSummary(data)
+		if err != nil || got.saturated != want || got.requests != 10 {
+			t.Errorf("%s: figures %+v, %v; want saturated %q", generator, got, err, want)
+		}
+	}
+	runs := []result{
+		{Case: "get", Tool: "hload", Round: 1, Saturated: "CPU 97%"},
+		{Case: "get", Tool: "hload", Round: 2, Saturated: "CPU 99%"},
+		{Case: "get", Tool: "hload", Round: 3},
+	}
+	meds := medians(runs)
+	if meds[0].Saturated != "in 2 of 3 rounds: CPU 99%" {
+		t.Errorf("medians: saturated %q", meds[0].Saturated)
+	}
+	var b strings.Builder
+	printResults(&b, "medians", meds)
+	if !strings.Contains(b.String(), "hload said it was the bottleneck (generator.saturated), in 2 of 3 rounds: CPU 99%") {
+		t.Errorf("the table does not say hload was saturated:\n%s", b.String())
 	}
 }
 

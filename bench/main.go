@@ -360,7 +360,7 @@ func runOnce(ctx context.Context, pin pinning, srv *server, t *tool, r toolRun) 
 	f, u, err := measure(ctx, pin, t, r)
 	cpuAfter := srv.cpuSeconds()
 	httpAfter, echoAfter, err2 := srv.counts()
-	res.RPS, res.Requests, res.Dropped = f.rps, f.requests, f.dropped
+	res.RPS, res.Requests, res.Dropped, res.Saturated = f.rps, f.requests, f.dropped, f.saturated
 	res.CPUSeconds, res.PeakRSSMB = u.cpuSeconds, u.peakRSSMB
 	if f.latenessP99 >= 0 {
 		late := f.latenessP99

@@ -23,6 +23,9 @@ type figures struct {
 	// (the worst of the scenario's requests); -1 when not reported.
 	dropped     int64
 	latenessP99 float64
+	// saturated is why hload said it was the bottleneck of the run (its
+	// summary's generator.saturated and reason); "" when it did not.
+	saturated string
 }
 
 var (
@@ -179,7 +182,7 @@ func parseHloadSummary(data []byte) (figures, error) {
 		return figures{}, errors.New(`hload's summary has no request in scenario "s"`)
 	}
 	// The flow test's three steps are three requests: all of them count.
-	f := figures{dropped: s.DroppedIterations, latenessP99: -1}
+	f := figures{dropped: s.DroppedIterations, latenessP99: -1, saturated: generatorSaturated(data)}
 	for _, r := range s.Requests {
 		f.rps += r.RPS
 		f.requests += r.Count
@@ -189,4 +192,24 @@ func parseHloadSummary(data []byte) (figures, error) {
 		}
 	}
 	return f, nil
+}
+
+// generatorSaturated reads the summary's "generator": {"saturated": true,
+// "reason": "..."}, which says that hload measured itself as much as the
+// server: the reason, "saturated" when it gives none, or "" when hload was
+// not saturated or its summary has no generator section.
+func generatorSaturated(data []byte) string {
+	var sum struct {
+		Generator *struct {
+			Saturated bool   `json:"saturated"`
+			Reason    string `json:"reason"`
+		} `json:"generator"`
+	}
+	if json.Unmarshal(data, &sum) != nil || sum.Generator == nil || !sum.Generator.Saturated {
+		return ""
+	}
+	if sum.Generator.Reason == "" {
+		return "saturated"
+	}
+	return sum.Generator.Reason
 }

@@ -31,7 +31,11 @@ type result struct {
 	Dropped       int64    `json:"dropped,omitempty"`
 	LatenessP99Ms *float64 `json:"start_lateness_p99_ms,omitempty"`
 	// VUs is the idle-VU case's VU count.
-	VUs   int    `json:"vus,omitempty"`
+	VUs int `json:"vus,omitempty"`
+	// Saturated is why hload said it was the bottleneck of the run, from
+	// its summary's generator section; in the medians, with the rounds
+	// that said so. Its figures measured hload as much as the server.
+	Saturated string `json:"generator_saturated,omitempty"`
 	Error string `json:"error,omitempty"`
 }
 
@@ -94,6 +98,15 @@ func medians(runs []result) []result {
 		m.CPUMicrosPerReq = col(func(r result) float64 { return r.CPUMicrosPerReq })
 		m.Planned = int64(col(func(r result) float64 { return float64(r.Planned) }))
 		m.Dropped = int64(col(func(r result) float64 { return float64(r.Dropped) }))
+		saturated, reason := 0, ""
+		for _, r := range ok {
+			if r.Saturated != "" {
+				saturated, reason = saturated+1, r.Saturated
+			}
+		}
+		if saturated > 0 {
+			m.Saturated = fmt.Sprintf("in %d of %d rounds: %s", saturated, len(ok), reason)
+		}
 		var late []float64
 		for _, r := range ok {
 			if r.LatenessP99Ms != nil {
@@ -326,6 +339,11 @@ func printCase(w io.Writer, title string, rs []result) {
 		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
+	for _, r := range rs {
+		if r.Saturated != "" {
+			fmt.Fprintf(w, "%s said it was the bottleneck (generator.saturated), %s\n", r.Tool, oneLine(r.Saturated))
+		}
+	}
 }
 
 // printRatios prints each goal with its figure and whether it meets it,
