@@ -36,7 +36,7 @@ type result struct {
 	// its summary's generator section; in the medians, with the rounds
 	// that said so. Its figures measured hload as much as the server.
 	Saturated string `json:"generator_saturated,omitempty"`
-	Error string `json:"error,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // median is the middle of xs, or the mean of the middle two.
