@@ -114,6 +114,10 @@ type snapshotState struct {
 	// say why setups fail.
 	flowKinds map[seriesName]map[string]int64
 	warned    map[string]bool
+	// generator watches hload's own CPU; saturated is its live warning,
+	// once it has one, for warnings to say.
+	generator *generatorWatch
+	saturated string
 }
 
 type seriesName struct{ scenario, request string }
@@ -128,6 +132,7 @@ func (s *snapshotState) start(r *run) {
 	s.flowsFailed = map[seriesName]int64{}
 	s.flowKinds = map[seriesName]map[string]int64{}
 	s.warned = map[string]bool{}
+	s.generator = newGeneratorWatch(newSelfMeter(), availableCores(), r.interval, s.last)
 }
 
 // write flushes the interval that ends at to and hands it to every sink.
@@ -160,6 +165,10 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 	}
 	for name, v := range snap.Gauges {
 		s.gaugesMax[name] = max(s.gaugesMax[name], v)
+	}
+	// Once per interval, never per call: the process's own counters.
+	if w := s.generator.observe(to, worstLateness(snap.Series), final); w != "" {
+		s.saturated = w
 	}
 	snap.Warnings = s.warnings(r, &snap)
 	for _, sink := range r.opts.Sinks {
@@ -215,8 +224,8 @@ func (s *snapshotState) keep(snap *metrics.Snapshot) {
 
 // warnings returns the problems first seen in this snapshot: a data feeder
 // that ran out, a request or a flow whose every call or run so far failed,
-// a VU setup that failed, calls that ignored cancellation. Each is said
-// once.
+// a VU setup that failed, calls that ignored cancellation, hload saturated.
+// Each is said once.
 func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 	var out []string
 	say := func(key, text string) {
@@ -229,6 +238,7 @@ func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 		say("feeder "+sc.name, sc.feederWarning())
 		say("cancel "+sc.name, sc.cancelWarning())
 	}
+	say("generator", s.saturated)
 	for _, f := range snap.Series {
 		k := seriesName{f.Scenario, f.Request}
 		if n := s.calls[k]; n > 0 && s.failed[k] == n {

@@ -36,6 +36,10 @@ func (r *run) summarise() *metrics.Summary {
 	sum.Warnings = append(sum.Warnings, flowWarnings(r.test, sum)...)
 	sum.Warnings = append(sum.Warnings, unjudgedWarnings(r.test, r.agg, r.end.Sub(r.info.Started))...)
 	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)
+	sum.Generator = r.snapshots.generator.figures()
+	if w := saturationWarning(sum.Generator); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
+	}
 	if n, ok := everyCallFailed(sum); ok && !errorsThresholdHeld(sum) {
 		// A run whose every call failed measured nothing but the failure:
 		// k6 and JMeter users read a PASS as "the service held", so it

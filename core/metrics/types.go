@@ -177,6 +177,44 @@ type Summary struct {
 	// GaugesMax is the highest level of each gauge seen at the end of an
 	// interval, such as the most SSE streams open at once.
 	GaugesMax map[string]int64 `json:"gauges_max,omitempty"`
+	// Generator is what hload saw of its own use of the CPU during the
+	// run, and whether it was the bottleneck; present in every run.
+	Generator *GeneratorFigures `json:"generator,omitempty"`
+}
+
+// GeneratorFigures are hload's own CPU use over a run, measured once per
+// interval from the process's counters against the wall clock, and the
+// verdict drawn from them. A saturated generator does not fail the run:
+// it says that the figures measured hload as much as the server.
+type GeneratorFigures struct {
+	// Saturated is true when hload was the bottleneck for a sustained
+	// stretch of the run (or for all of a short one): it used nearly all
+	// the CPU it may use, or used and waited on the run queue for nearly
+	// all of it, or open-model starts were late while it was busy.
+	Saturated bool `json:"saturated"`
+	// Reason says what made it saturated; empty when it was not.
+	Reason string `json:"reason,omitempty"`
+	// CPUCoresAvailable is the cores hload may use: GOMAXPROCS, or fewer
+	// when its CPU affinity allows fewer.
+	CPUCoresAvailable int `json:"cpu_cores_available"`
+	// CPUSeconds is the user and system CPU time of the process over the
+	// run.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUUtilizationMax and CPUUtilizationMean are the CPU time used as
+	// a fraction of the available cores' time: the highest of an
+	// interval, and over the whole run. 0 where hload cannot read its own
+	// CPU time (Windows).
+	CPUUtilizationMax  float64 `json:"cpu_utilization_max"`
+	CPUUtilizationMean float64 `json:"cpu_utilization_mean"`
+	// RunQueueWaitShareMax is the highest time its threads spent waiting
+	// for a CPU in an interval, as a fraction of the available cores'
+	// time; nil where it is not measured (outside Linux).
+	RunQueueWaitShareMax *float64 `json:"runqueue_wait_share_max,omitempty"`
+	// Intervals is how many stretches were judged (intervals shorter than
+	// 100 ms or half the snapshot interval are folded into the next), and
+	// SaturatedIntervals how many of them were saturated.
+	Intervals          int `json:"intervals"`
+	SaturatedIntervals int `json:"saturated_intervals"`
 }
 
 // ScenarioSummary is one scenario in the Summary.

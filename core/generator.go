@@ -1,0 +1,301 @@
+package core
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+// A load generator that runs out of CPU measures itself: its calls leave
+// late, their responses are read late, and the figures blame the server.
+// So hload reads its own counters once per interval (never per request)
+// and judges whether it was the bottleneck, from what the process did
+// against the wall clock of the same run.
+
+const (
+	// saturatedDemand is the share of the CPU time hload may use that it
+	// must have used, or used and waited for on a run queue, for an
+	// interval to count as saturated: it wanted at least all it could get.
+	saturatedDemand = 0.9
+	// lateDemand is the share hload must have used or waited for for
+	// late open-model starts to count as saturation. Starts that are late
+	// while hload idles come from a shortage of VUs or a slow setup, which
+	// the start-lateness warning names, not from hload's CPU.
+	lateDemand = 0.5
+	// shortestJudged is the shortest stretch judged on its own: CPU time
+	// over a few milliseconds is noise. Shorter intervals are carried into
+	// the next.
+	shortestJudged = 100 * time.Millisecond
+	// sustainedFor is the least time in a row, over at least two judged
+	// stretches, that hload must be saturated for the run to be: with the
+	// CLI's 1 s snapshots, two intervals in a row.
+	sustainedFor = time.Second
+)
+
+// processTimes are the process's own counters at one moment, or their
+// growth over a stretch.
+type processTimes struct {
+	// cpu is the user and system time of every thread of the process.
+	cpu      time.Duration
+	cpuKnown bool
+	// wait is the time its threads spent runnable on a run queue without
+	// running: they wanted a CPU and did not get one (Linux only).
+	wait      time.Duration
+	waitKnown bool
+}
+
+// processMeter reads the process's counters; its values only grow.
+// selfMeter is the real one; tests give synthetic ones.
+type processMeter interface {
+	read() processTimes
+}
+
+// usage is what the process did over one stretch of wall time.
+type usage struct {
+	wall time.Duration
+	processTimes
+	// late is the worst p99 start lateness of the stretch's open-model
+	// series, in ms; 0 without any.
+	late float64
+}
+
+// add folds the next stretch into u.
+func (u *usage) add(v usage) {
+	u.wall += v.wall
+	u.cpu += v.cpu
+	u.wait += v.wait
+	u.cpuKnown, u.waitKnown = v.cpuKnown, v.waitKnown
+	u.late = max(u.late, v.late)
+}
+
+// saturation is what, if anything, made a stretch saturated.
+type saturation int
+
+const (
+	notSaturated      saturation = iota
+	saturatedCPU                 // it used nearly all the CPU it may use
+	saturatedRunQueue            // it used and waited for nearly all of it
+	saturatedLate                // open-model starts were late while it was busy
+	saturationKinds
+)
+
+// judgement is one stretch's verdict, with the figures it rests on.
+type judgement struct {
+	utilization float64 // CPU used, as a fraction of the cores' time
+	waitShare   float64 // run-queue wait, the same way; 0 when unknown
+	late        float64 // p99 start lateness, ms
+	kind        saturation
+}
+
+// judge decides whether hload was saturated over u, when it may use cores
+// CPU cores.
+func judge(u usage, cores int) judgement {
+	j := judgement{late: u.late}
+	if u.wall <= 0 || cores <= 0 {
+		return j
+	}
+	capacity := float64(u.wall) * float64(cores)
+	if u.cpuKnown {
+		j.utilization = float64(u.cpu) / capacity
+	}
+	if u.waitKnown {
+		j.waitShare = float64(u.wait) / capacity
+	}
+	demand := j.utilization + j.waitShare
+	switch {
+	case u.cpuKnown && j.utilization >= saturatedDemand:
+		j.kind = saturatedCPU
+	case u.cpuKnown && demand >= saturatedDemand:
+		j.kind = saturatedRunQueue
+	case u.late > lateStart && (!u.cpuKnown || demand >= lateDemand):
+		// Without CPU figures (Windows) late starts are all there is.
+		j.kind = saturatedLate
+	}
+	return j
+}
+
+// generatorWatch follows hload's own use of the CPU over a run, one
+// interval at a time.
+type generatorWatch struct {
+	meter    processMeter
+	cores    int
+	shortest time.Duration // an interval shorter than this is carried over
+
+	last    processTimes
+	lastAt  time.Time
+	pending usage // short intervals carried into the next
+	total   usage // the whole run
+
+	judged, saturated int
+	kinds             [saturationKinds]int
+	streak            time.Duration // saturated wall time in a row
+	streakLen         int           // and in how many stretches
+	sustained         bool
+	utilizationMax    float64
+	waitShareMax      float64
+	lateMax           float64 // ms, over saturated stretches
+	said              bool
+}
+
+// newGeneratorWatch starts watching at start, with the counters as they
+// are now, for a run whose snapshots come every interval.
+func newGeneratorWatch(m processMeter, cores int, interval time.Duration, start time.Time) *generatorWatch {
+	return &generatorWatch{
+		meter:    m,
+		cores:    max(1, cores),
+		shortest: max(interval/2, shortestJudged),
+		last:     m.read(),
+		lastAt:   start,
+	}
+}
+
+// observe takes in the interval that ended at `at`, whose open-model
+// series started late by up to late ms at p99. It returns the live
+// warning the first time the run is found saturated, else "".
+func (g *generatorWatch) observe(at time.Time, late float64, final bool) string {
+	if g == nil {
+		return ""
+	}
+	now := g.meter.read()
+	u := usage{wall: at.Sub(g.lastAt), late: late, processTimes: processTimes{
+		cpu: now.cpu - g.last.cpu, cpuKnown: now.cpuKnown && g.last.cpuKnown,
+		wait: now.wait - g.last.wait, waitKnown: now.waitKnown && g.last.waitKnown,
+	}}
+	g.last, g.lastAt = now, at
+	if u.wall <= 0 {
+		return ""
+	}
+	g.total.add(u)
+	g.pending.add(u)
+	// A run shorter than one judged stretch is judged whole.
+	if g.pending.wall >= g.shortest || (final && g.judged == 0 && g.pending.wall >= shortestJudged) {
+		g.record(judge(g.pending, g.cores), g.pending.wall)
+		g.pending = usage{}
+	}
+	if g.said || !g.isSaturated(final) {
+		return ""
+	}
+	g.said = true
+	return g.liveWarning()
+}
+
+// record counts one judged stretch.
+func (g *generatorWatch) record(j judgement, wall time.Duration) {
+	g.judged++
+	g.utilizationMax = max(g.utilizationMax, j.utilization)
+	g.waitShareMax = max(g.waitShareMax, j.waitShare)
+	if j.kind == notSaturated {
+		g.streak, g.streakLen = 0, 0
+		return
+	}
+	g.saturated++
+	g.kinds[j.kind]++
+	g.lateMax = max(g.lateMax, j.late)
+	g.streak += wall
+	g.streakLen++
+	if g.streak >= sustainedFor && g.streakLen >= 2 {
+		g.sustained = true
+	}
+}
+
+// isSaturated is the run's verdict so far: saturated for a sustained
+// stretch, or, once the run has ended, in every stretch judged (a run
+// too short to sustain anything).
+func (g *generatorWatch) isSaturated(ended bool) bool {
+	return g.sustained || (ended && g.judged > 0 && g.saturated == g.judged)
+}
+
+// utilizationMean is the CPU the run used over its whole length, as a
+// fraction of the cores' time.
+func (g *generatorWatch) utilizationMean() float64 {
+	if g.total.wall <= 0 || !g.total.cpuKnown {
+		return 0
+	}
+	return float64(g.total.cpu) / (float64(g.total.wall) * float64(g.cores))
+}
+
+// liveWarning says that hload is saturated, with the figures of the
+// stretches that made it so.
+func (g *generatorWatch) liveWarning() string {
+	return fmt.Sprintf("hload is saturated: %s; from here its figures measure hload as much as the server", g.because())
+}
+
+// because says what was seen: the CPU used and waited for at most, and
+// the late starts, in how many of the stretches judged.
+func (g *generatorWatch) because() string {
+	var what []string
+	if n := g.kinds[saturatedCPU]; n > 0 {
+		what = append(what, fmt.Sprintf("%d used at least %s of it", n, percent(saturatedDemand)))
+	}
+	if n := g.kinds[saturatedRunQueue]; n > 0 {
+		what = append(what, fmt.Sprintf("%d used and waited on the run queue for at least %s of it, so something else took the CPU hload wanted", n, percent(saturatedDemand)))
+	}
+	if n := g.kinds[saturatedLate]; n > 0 {
+		what = append(what, fmt.Sprintf("%d started open-model iterations more than %.0f ms late (p99, up to %.1f ms)", n, lateStart, g.lateMax))
+	}
+	s := fmt.Sprintf("it may use %s, and in %d of %d intervals %s; it used up to %s of its CPU in an interval",
+		coresText(g.cores), g.saturated, g.judged, strings.Join(what, ", "), percent(g.utilizationMax))
+	if g.total.waitKnown {
+		s += fmt.Sprintf(" and waited for a CPU up to %s", percent(g.waitShareMax))
+	}
+	return s
+}
+
+// figures are the run's generator figures for the summary, once it has
+// ended; nil when the run was not watched.
+func (g *generatorWatch) figures() *metrics.GeneratorFigures {
+	if g == nil {
+		return nil
+	}
+	f := &metrics.GeneratorFigures{
+		Saturated:          g.isSaturated(true),
+		CPUCoresAvailable:  g.cores,
+		CPUSeconds:         round4(g.total.cpu.Seconds()),
+		CPUUtilizationMax:  round4(g.utilizationMax),
+		CPUUtilizationMean: round4(g.utilizationMean()),
+		Intervals:          g.judged,
+		SaturatedIntervals: g.saturated,
+	}
+	if g.total.waitKnown {
+		share := round4(g.waitShareMax)
+		f.RunQueueWaitShareMax = &share
+	}
+	if f.Saturated {
+		f.Reason = g.because()
+	}
+	return f
+}
+
+// saturationWarning is the summary's warning for a saturated run.
+func saturationWarning(f *metrics.GeneratorFigures) string {
+	if f == nil || !f.Saturated {
+		return ""
+	}
+	return "hload was saturated: " + f.Reason + "; the figures measure hload as much as the server (see generator)"
+}
+
+// worstLateness is the highest p99 start lateness among a snapshot's
+// series, in ms.
+func worstLateness(series []metrics.SeriesFigures) float64 {
+	worst := 0.0
+	for i := range series {
+		if m, ok := series[i].Metrics[metrics.MetricStartLateness]; ok {
+			worst = max(worst, m.P99)
+		}
+	}
+	return worst
+}
+
+func coresText(n int) string {
+	if n == 1 {
+		return "1 CPU core"
+	}
+	return fmt.Sprintf("%d CPU cores", n)
+}
+
+func percent(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
+
+// round4 keeps four decimals: a fraction to a hundredth of a percent.
+func round4(f float64) float64 { return float64(int64(f*1e4+0.5)) / 1e4 }
