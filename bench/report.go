@@ -341,7 +341,8 @@ func printCase(w io.Writer, title string, rs []result) {
 	tw.Flush()
 	for _, r := range rs {
 		if r.Saturated != "" {
-			fmt.Fprintf(w, "%s said it was the bottleneck (generator.saturated), %s\n", r.Tool, oneLine(r.Saturated))
+			// Whole: the reason is the figures that made the verdict.
+			fmt.Fprintf(w, "%s said it was the bottleneck (generator.saturated), %s\n", r.Tool, strings.Join(strings.Fields(r.Saturated), " "))
 		}
 	}
 }
