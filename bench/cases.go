@@ -150,6 +150,8 @@ scenario "s" {
 // hloadIdleTest starts var.vus VUs over half the run, each sending one
 // request that the server holds for the whole run: at the end of the ramp
 // every VU waits on a response at once, which is when hload's RSS peaks.
+// The target's timeout is above any -duration the harness is run with,
+// where the default 60s would fail a hold of a minute or more.
 const hloadIdleTest = `variable "base_url" {}
 variable "echo_address" {}
 variable "isolate" {}
@@ -162,6 +164,7 @@ target "server" {
   protocol = "http"
   base_url = var.base_url
   isolate  = var.isolate
+  timeout  = "1h"
 }
 
 scenario "s" {

@@ -299,7 +299,7 @@ func printCase(w io.Writer, title string, rs []result) {
 	}
 	fmt.Fprintf(w, "\n%s\n", title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	head := "tool\trequests/s\tCPU s\tCPU us/request\trequests/CPU-s\tpeak RSS MB\tserver CPU s\tserver count\t"
+	head := "tool\trequests\trequests/s\tCPU s\tCPU us/request\trequests/CPU-s\tpeak RSS MB\tserver CPU s\tserver count\t"
 	if open {
 		head += "planned\tdropped\tlateness p99 ms\t"
 	}
@@ -320,7 +320,7 @@ func printCase(w io.Writer, title string, rs []result) {
 		if r.ServerRequests >= 0 {
 			count = thousands(float64(r.ServerRequests))
 		}
-		row := fmt.Sprintf("%s\t%s\t%.2f\t%.1f\t%s\t%.1f\t%s\t%s\t", r.Tool, thousands(r.RPS), r.CPUSeconds,
+		row := fmt.Sprintf("%s\t%s\t%s\t%.2f\t%.1f\t%s\t%.1f\t%s\t%s\t", r.Tool, thousands(float64(r.Requests)), thousands(r.RPS), r.CPUSeconds,
 			r.CPUMicrosPerReq, thousands(r.RequestsPerCPUSec), r.PeakRSSMB, server, count)
 		if open {
 			late := "-"
