@@ -219,26 +219,26 @@ func (g *generatorWatch) utilizationMean() float64 {
 // liveWarning says that hload is saturated, with the figures of the
 // stretches that made it so.
 func (g *generatorWatch) liveWarning() string {
-	return fmt.Sprintf("hload is saturated: %s; from here its figures measure hload as much as the server", g.because())
+	return fmt.Sprintf("hload is saturated: %s; from here the figures measure hload as much as the server", g.because())
 }
 
-// because says what was seen: the CPU used and waited for at most, and
-// the late starts, in how many of the stretches judged.
+// because says what was seen: in how many of the stretches judged hload
+// was saturated and why, and the most CPU it used and waited for.
 func (g *generatorWatch) because() string {
 	var what []string
 	if n := g.kinds[saturatedCPU]; n > 0 {
 		what = append(what, fmt.Sprintf("%d used at least %s of it", n, percent(saturatedDemand)))
 	}
 	if n := g.kinds[saturatedRunQueue]; n > 0 {
-		what = append(what, fmt.Sprintf("%d used and waited on the run queue for at least %s of it, so something else took the CPU hload wanted", n, percent(saturatedDemand)))
+		what = append(what, fmt.Sprintf("%d used or waited on the run queue for at least %s of it: something else had the CPU hload wanted", n, percent(saturatedDemand)))
 	}
 	if n := g.kinds[saturatedLate]; n > 0 {
-		what = append(what, fmt.Sprintf("%d started open-model iterations more than %.0f ms late (p99, up to %.1f ms)", n, lateStart, g.lateMax))
+		what = append(what, fmt.Sprintf("%d started open-model iterations more than %.0f ms late (p99, up to %.1f ms) while busy", n, lateStart, g.lateMax))
 	}
-	s := fmt.Sprintf("it may use %s, and in %d of %d intervals %s; it used up to %s of its CPU in an interval",
-		coresText(g.cores), g.saturated, g.judged, strings.Join(what, ", "), percent(g.utilizationMax))
+	s := fmt.Sprintf("hload may use %s; it was saturated in %d of %d intervals (%s); in an interval it used up to %s of it",
+		coresText(g.cores), g.saturated, g.judged, strings.Join(what, "; "), percent(g.utilizationMax))
 	if g.total.waitKnown {
-		s += fmt.Sprintf(" and waited for a CPU up to %s", percent(g.waitShareMax))
+		s += fmt.Sprintf(", and its threads waited for a CPU up to %s (several threads may wait at once)", percent(g.waitShareMax))
 	}
 	return s
 }
@@ -273,7 +273,7 @@ func saturationWarning(f *metrics.GeneratorFigures) string {
 	if f == nil || !f.Saturated {
 		return ""
 	}
-	return "hload was saturated: " + f.Reason + "; the figures measure hload as much as the server (see generator)"
+	return "hload was saturated, so the figures measured hload as much as the server: " + f.Reason
 }
 
 // worstLateness is the highest p99 start lateness among a snapshot's

@@ -111,14 +111,14 @@ func TestGeneratorWatch(t *testing.T) {
 	}{
 		{"headroom", 1, s, []interval{idle, idle, idle}, -1, false, 3, 0, 0.05, nil},
 		{"busy from the second interval", 1, s, []interval{idle, busy, busy, busy}, 2, true, 4, 3, 0.98,
-			[]string{"it may use 1 CPU core", "in 3 of 4 intervals 3 used at least 90 % of it", "used up to 98 %", "waited for a CPU up to 1 %"}},
+			[]string{"hload may use 1 CPU core", "saturated in 3 of 4 intervals (3 used at least 90 % of it)", "used up to 98 %", "waited for a CPU up to 1 %"}},
 		{"starved by another process", 1, s, []interval{starved, starved, idle}, 1, true, 3, 2, 0.52,
-			[]string{"in 2 of 3 intervals 2 used and waited on the run queue for at least 90 %", "waited for a CPU up to 47 %"}},
+			[]string{"saturated in 2 of 3 intervals (2 used or waited on the run queue for at least 90 % of it", "waited for a CPU up to 47 %"}},
 		{"one busy interval is no saturation", 1, s, []interval{idle, busy, idle, busy, idle}, -1, false, 5, 2, 0.98, nil},
 		{"busy on one of two cores", 2, s, []interval{busy, busy, busy}, -1, false, 3, 0, 0.49, nil},
 		{"late starts while busy", 1, s, []interval{
 			{wall: s, cpu: 400 * ms, wait: 200 * ms, late: 30}, {wall: s, cpu: 400 * ms, wait: 200 * ms, late: 45}}, 1, true, 2, 2, 0.4,
-			[]string{"2 started open-model iterations more than 5 ms late (p99, up to 45.0 ms)"}},
+			[]string{"2 started open-model iterations more than 5 ms late (p99, up to 45.0 ms) while busy"}},
 		{"late starts while idle: short of VUs", 1, s, []interval{
 			{wall: s, cpu: 100 * ms, late: 30}, {wall: s, cpu: 100 * ms, late: 45}}, -1, false, 2, 0, 0.1, nil},
 		// Snapshots every 25 ms are judged in stretches of 100 ms: two

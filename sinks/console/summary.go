@@ -36,6 +36,7 @@ func WriteSummary(w io.Writer, sum metrics.Summary, noColor bool) error {
 	}
 	p.metrics(sum.Metrics)
 	p.gauges(sum.GaugesMax)
+	p.generator(sum.Generator)
 	p.warnings(sum.Warnings)
 	p.sinkErrors(sum.SinkErrors)
 	p.thresholds(sum.Thresholds)
@@ -99,7 +100,35 @@ func (p *printer) run(sum *metrics.Summary) {
 		}
 		p.printf("%s: %s; the figures cover the %.1fs before it.\n", p.paint("FAILED", false), first, sum.DurationS)
 	}
+	if g := sum.Generator; g != nil && g.Saturated {
+		// Before any figure: a reader must not take them for the server's.
+		p.printf("%s: hload itself was the bottleneck, so the figures measured hload as much as the server; see generator below.\n",
+			p.paint("SATURATED", false))
+	}
 	p.printf("Latencies in ms; KB/s in KiB per second.\n")
+}
+
+// generator prints hload's own CPU use over the run on one line, and when
+// it was saturated, why, and what to do about it.
+func (p *printer) generator(g *metrics.GeneratorFigures) {
+	if g == nil {
+		return
+	}
+	cores := "1 core"
+	if g.CPUCoresAvailable != 1 {
+		cores = fmt.Sprintf("%d cores", g.CPUCoresAvailable)
+	}
+	p.printf("\ngenerator\n  hload used %s%% of its %s on average, %s%% at most in an interval (%s CPU-seconds)",
+		formatPercent(100*g.CPUUtilizationMean), cores, formatPercent(100*g.CPUUtilizationMax),
+		strconv.FormatFloat(g.CPUSeconds, 'f', 2, 64))
+	if w := g.RunQueueWaitShareMax; w != nil {
+		p.printf("; its threads waited for a CPU up to %s%%", formatPercent(100**w))
+	}
+	p.printf("; saturated in %d of %d intervals\n", g.SaturatedIntervals, g.Intervals)
+	if g.Saturated {
+		p.printf("  %s: %s.\n", p.paint("SATURATED", false), g.Reason)
+		p.printf("  The figures measured hload as much as the server. Give hload more CPU (fewer other processes on its cores, more cores), or spread the load over several machines (--segment), before comparing them.\n")
+	}
 }
 
 func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS float64) {
@@ -392,9 +421,11 @@ func (p *printer) verdict(sum *metrics.Summary) {
 		}
 		p.printf("%s: the run was stopped early; %s on the part that ran.\n", p.paint("INTERRUPTED", false), state)
 	case sum.Aborted != "":
-		p.printf("%s: aborted by threshold %q; %d of %d thresholds failed.\n", p.paint("FAIL", false), sum.Aborted, failed, total)
+		p.printf("%s: aborted by threshold %q; %d of %d thresholds failed.%s\n", p.paint("FAIL", false), sum.Aborted, failed, total, saturatedNote(sum))
 	case !sum.Passed && failed > 0:
-		p.printf("%s: %d of %d thresholds failed.\n", p.paint("FAIL", false), failed, total)
+		// A latency threshold that failed while hload was saturated may
+		// have failed on hload's delays, not the server's.
+		p.printf("%s: %d of %d thresholds failed.%s\n", p.paint("FAIL", false), failed, total, saturatedNote(sum))
 	case !sum.Passed && calls > 0 && errs == calls:
 		p.printf("%s: every one of the %d calls failed; see the errors by kind above.\n", p.paint("FAIL", false), calls)
 	case !sum.Passed:
@@ -406,10 +437,21 @@ func (p *printer) verdict(sum *metrics.Summary) {
 	}
 }
 
-// warned points a PASS at the warnings, so that it is never read alone.
+// warned points a PASS at the warnings, so that it is never read alone,
+// and says when the figures it rests on measured hload itself.
 func warned(sum *metrics.Summary) string {
+	s := ""
 	if n := len(sum.Warnings); n > 0 {
-		return fmt.Sprintf(" Read the %d warning(s) above.", n)
+		s = fmt.Sprintf(" Read the %d warning(s) above.", n)
+	}
+	return s + saturatedNote(sum)
+}
+
+// saturatedNote says, after a verdict, that the figures it rests on
+// measured hload itself.
+func saturatedNote(sum *metrics.Summary) string {
+	if g := sum.Generator; g != nil && g.Saturated {
+		return " hload was saturated: the figures measured hload as much as the server."
 	}
 	return ""
 }

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hload/hload/core/metrics"
+)
+
+const generatorClosed = `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "closed" {
+  executor = "constant-vus"
+  vus      = 8
+  duration = "3s"
+  request "r" {
+    path = "/r"
+  }
+}
+`
+
+const generatorOpen = `
+variable "base_url" {}
+target "t" {
+  base_url = var.base_url
+}
+scenario "open" {
+  executor          = "constant-arrival-rate"
+  rate              = 50
+  duration          = "3s"
+  pre_allocated_vus = 4
+  request "r" {
+    path = "/r"
+  }
+}
+`
+
+// TestGeneratorSaturation: hload pinned to one core that a busy loop also
+// spins on is saturated, says so live once and in its summary, and its
+// console summary says the figures measured hload; pinned to the same
+// core without the busy loop, at a light open-model rate, it is not. The
+// CPU time hload reports is checked against the kernel's count of the
+// process, which the test reads when the process ends.
+func TestGeneratorSaturation(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the run-queue wait and taskset are Linux's")
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("taskset is not installed")
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range 1024 {
+		if set.IsSet(i) {
+			cpu = i // the last CPU this test may use
+		}
+	}
+	core := strconv.Itoa(cpu)
+	srv := newPathCounter(t, nil)
+
+	t.Run("pinned to a busy core", func(t *testing.T) {
+		busy := exec.Command(taskset, "-c", core, "sh", "-c", "while :; do :; done")
+		if err := busy.Start(); err != nil {
+			t.Fatal(err)
+		}
+		busyStart := time.Now()
+		busyDone := false
+		stopBusy := func() time.Duration {
+			if busyDone {
+				return 0
+			}
+			busyDone = true
+			busy.Process.Kill()
+			busy.Wait()
+			return busy.ProcessState.UserTime() + busy.ProcessState.SystemTime()
+		}
+		t.Cleanup(func() { stopBusy() })
+
+		before := srv.count("/r")
+		r, hloadCPU := pinnedHload(t, taskset, core, generatorClosed, srv.URL)
+		busyCPU := stopBusy()
+		busyShare := busyCPU.Seconds() / time.Since(busyStart).Seconds()
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0: a saturated generator does not fail the run\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		sum := exportedSummary(t, filepath.Join(r.dir, "summary.json"))
+		g := sum.Generator
+		if g == nil {
+			t.Fatal("the summary has no generator figures")
+		}
+		t.Logf("generator %+v, wait share max %v; hload CPU by the kernel %v; busy loop had %.0f %% of its core\nlive warnings:\n%s",
+			*g, deref(g.RunQueueWaitShareMax), hloadCPU, 100*busyShare, grepLines(r.stdout, "WARNING"))
+		if busyShare < 0.2 {
+			t.Fatalf("the busy loop got %.0f %% of core %s: the core was not busy, the test proves nothing", 100*busyShare, core)
+		}
+		if !g.Saturated || g.SaturatedIntervals == 0 || g.Reason == "" {
+			t.Errorf("pinned to a busy core, generator %+v: want saturated, with a reason", *g)
+		}
+		checkGeneratorFigures(t, g, hloadCPU)
+		if g.RunQueueWaitShareMax == nil || *g.RunQueueWaitShareMax < 0.2 {
+			t.Errorf("run-queue wait share max %v next to a busy loop that took %.0f %% of the core, want >= 0.2",
+				deref(g.RunQueueWaitShareMax), 100*busyShare)
+		}
+		if n := strings.Count(r.stdout, "WARNING: hload is saturated"); n != 1 {
+			t.Errorf("said live %d times, want once:\n%s", n, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "the figures measured hload as much as the server") {
+			t.Errorf("the console summary does not say plainly that the figures measured hload:\n%s", r.stdout)
+		}
+		if got, served := sum.Scenarios["closed"].Requests["r"].Count, int64(srv.count("/r")-before); got != served {
+			t.Errorf("summary counts %d calls, the server %d", got, served)
+		}
+	})
+
+	t.Run("headroom", func(t *testing.T) {
+		before := srv.count("/r")
+		r, hloadCPU := pinnedHload(t, taskset, core, generatorOpen, srv.URL)
+		if r.code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		sum := exportedSummary(t, filepath.Join(r.dir, "summary.json"))
+		g := sum.Generator
+		if g == nil {
+			t.Fatal("the summary has no generator figures")
+		}
+		t.Logf("generator %+v, wait share max %v; hload CPU by the kernel %v", *g, deref(g.RunQueueWaitShareMax), hloadCPU)
+		if g.Saturated || g.Reason != "" {
+			t.Errorf("a light open-model run is saturated: %+v", *g)
+		}
+		checkGeneratorFigures(t, g, hloadCPU)
+		if !strings.Contains(r.stdout, "saturated in 0 of") {
+			t.Errorf("the console summary does not show the generator's figures:\n%s", r.stdout)
+		}
+		if strings.Contains(r.stdout, "SATURATED") || strings.Contains(r.stdout, "is saturated") ||
+			strings.Contains(r.stdout, "was saturated") || strings.Contains(r.stdout, "measured hload") {
+			t.Errorf("a run with headroom speaks of saturation:\n%s", r.stdout)
+		}
+		if got, served := sum.Scenarios["open"].Requests["r"].Count, int64(srv.count("/r")-before); got != served || got == 0 {
+			t.Errorf("summary counts %d calls, the server %d", got, served)
+		}
+	})
+}
+
+// checkGeneratorFigures holds the generator figures against each other and
+// against the kernel's count of the process's CPU time: the run is most of
+// the process's life, never more.
+func checkGeneratorFigures(t *testing.T, g *metrics.GeneratorFigures, kernelCPU time.Duration) {
+	t.Helper()
+	if g.CPUCoresAvailable != 1 {
+		t.Errorf("pinned to one core, cpu_cores_available %d", g.CPUCoresAvailable)
+	}
+	if g.CPUSeconds > kernelCPU.Seconds()*1.01+0.005 || g.CPUSeconds < kernelCPU.Seconds()*0.5 {
+		t.Errorf("cpu_seconds %.3f, the kernel counted %.3f s for the whole process", g.CPUSeconds, kernelCPU.Seconds())
+	}
+	if g.CPUUtilizationMean > g.CPUUtilizationMax+0.05 || g.CPUUtilizationMax > 1.2 || g.Intervals < 2 ||
+		g.SaturatedIntervals > g.Intervals {
+		t.Errorf("figures do not add up: %+v", *g)
+	}
+}
+
+// pinnedResult is a finished hload run in its directory.
+type pinnedResult struct {
+	result
+	dir string
+}
+
+// pinnedHload runs hload apply on src under taskset on core, bounded in
+// time, and returns what it printed and the CPU time the kernel counted
+// for the process.
+func pinnedHload(t *testing.T, taskset, core, src, url string) (pinnedResult, time.Duration) {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", src)
+	cmd := exec.Command(taskset, "-c", core, hloadBin, "apply", "test.hcl", "--var", "base_url="+url,
+		"--summary-export", "summary.json", "--no-color")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	r := wait(t, cmd, &stdout, &stderr)
+	return pinnedResult{result: r, dir: dir}, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
+}
