@@ -24,7 +24,7 @@ echo "== bench harness: hload against wrk, hey and vegeta, a short smoke run"
 # figures cannot be read; it never fails on speed, whose ratios it only prints.
 peers_env=$(scripts/peers.sh)
 eval "$peers_env"
-go run ./bench -duration 2s -rounds 1 -require-all
+go run ./bench -duration 1s -rounds 1 -require-all
 
 echo "== services: RabbitMQ and InfluxDB 1.8.3 on loopback, this run's own"
 # Real brokers and databases for the AMQP and InfluxDB tests, as users run
