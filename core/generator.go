@@ -119,7 +119,12 @@ func judge(u usage, cores int) judgement {
 // generatorWatch follows hload's own use of the CPU over a run, one
 // interval at a time.
 type generatorWatch struct {
-	meter    processMeter
+	meter processMeter
+	// clock is read with the meter, not taken from the snapshot: the run
+	// goroutine may be descheduled between the two on a busy core, and
+	// the CPU it used meanwhile must fall in the same interval as the
+	// wall time.
+	clock    func() time.Time
 	cores    int
 	shortest time.Duration // an interval shorter than this is carried over
 
@@ -139,26 +144,28 @@ type generatorWatch struct {
 	said              bool
 }
 
-// newGeneratorWatch starts watching at start, with the counters as they
-// are now, for a run whose snapshots come every interval.
-func newGeneratorWatch(m processMeter, cores int, interval time.Duration, start time.Time) *generatorWatch {
+// newGeneratorWatch starts watching now, with the counters as they are,
+// for a run whose snapshots come every interval.
+func newGeneratorWatch(m processMeter, clock func() time.Time, cores int, interval time.Duration) *generatorWatch {
 	return &generatorWatch{
 		meter:    m,
+		clock:    clock,
 		cores:    max(1, cores),
 		shortest: max(interval/2, shortestJudged),
 		last:     m.read(),
-		lastAt:   start,
+		lastAt:   clock(),
 	}
 }
 
-// observe takes in the interval that ended at `at`, whose open-model
-// series started late by up to late ms at p99. It returns the live
-// warning the first time the run is found saturated, else "".
-func (g *generatorWatch) observe(at time.Time, late float64, final bool) string {
+// observe takes in the interval that ends now, whose open-model series
+// started late by up to late ms at p99. It returns the live warning the
+// first time the run is found saturated, else "".
+func (g *generatorWatch) observe(late float64, final bool) string {
 	if g == nil {
 		return ""
 	}
 	now := g.meter.read()
+	at := g.clock()
 	u := usage{wall: at.Sub(g.lastAt), late: late, processTimes: processTimes{
 		cpu: now.cpu - g.last.cpu, cpuKnown: now.cpuKnown && g.last.cpuKnown,
 		wait: now.wait - g.last.wait, waitKnown: now.waitKnown && g.last.waitKnown,

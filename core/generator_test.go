@@ -77,11 +77,11 @@ func watchIntervals(cores int, every time.Duration, waitKnown bool, ivs ...inter
 		m.steps = append(m.steps, processTimes{cpu: iv.cpu, cpuKnown: true, wait: iv.wait, waitKnown: waitKnown})
 	}
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	g := newGeneratorWatch(m, cores, every, at)
+	g := newGeneratorWatch(m, func() time.Time { return at }, cores, every)
 	said := map[int]string{}
 	for i, iv := range ivs {
 		at = at.Add(iv.wall)
-		if w := g.observe(at, iv.late, i == len(ivs)-1); w != "" {
+		if w := g.observe(iv.late, i == len(ivs)-1); w != "" {
 			said[i] = w
 		}
 	}
@@ -175,7 +175,7 @@ func TestGeneratorFigures(t *testing.T) {
 		t.Errorf("reason %q speaks of a wait not measured", g.because())
 	}
 	var none *generatorWatch
-	if none.figures() != nil || none.observe(time.Now(), 0, true) != "" {
+	if none.figures() != nil || none.observe(0, true) != "" {
 		t.Error("a run never watched has generator figures")
 	}
 }
@@ -184,11 +184,9 @@ func TestGeneratorFigures(t *testing.T) {
 // interval with the real meter: getrusage and, on Linux, one schedstat
 // file per thread. It is never on a request's path.
 func BenchmarkGeneratorObserve(b *testing.B) {
-	at := time.Now()
-	g := newGeneratorWatch(newSelfMeter(), availableCores(), time.Second, at)
+	g := newGeneratorWatch(newSelfMeter(), time.Now, availableCores(), time.Second)
 	b.ReportAllocs()
 	for b.Loop() {
-		at = at.Add(time.Second)
-		g.observe(at, 0, false)
+		g.observe(0, false)
 	}
 }

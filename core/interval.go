@@ -132,7 +132,7 @@ func (s *snapshotState) start(r *run) {
 	s.flowsFailed = map[seriesName]int64{}
 	s.flowKinds = map[seriesName]map[string]int64{}
 	s.warned = map[string]bool{}
-	s.generator = newGeneratorWatch(newSelfMeter(), availableCores(), r.interval, s.last)
+	s.generator = newGeneratorWatch(newSelfMeter(), time.Now, availableCores(), r.interval)
 }
 
 // write flushes the interval that ends at to and hands it to every sink.
@@ -167,7 +167,7 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 		s.gaugesMax[name] = max(s.gaugesMax[name], v)
 	}
 	// Once per interval, never per call: the process's own counters.
-	if w := s.generator.observe(to, worstLateness(snap.Series), final); w != "" {
+	if w := s.generator.observe(worstLateness(snap.Series), final); w != "" {
 		s.saturated = w
 	}
 	snap.Warnings = s.warnings(r, &snap)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -103,18 +104,18 @@ func TestGeneratorSaturation(t *testing.T) {
 		if g == nil {
 			t.Fatal("the summary has no generator figures")
 		}
-		t.Logf("generator %+v, wait share max %v; hload CPU by the kernel %v; busy loop had %.0f %% of its core\nlive warnings:\n%s",
-			*g, deref(g.RunQueueWaitShareMax), hloadCPU, 100*busyShare, grepLines(r.stdout, "WARNING"))
+		t.Logf("%s; hload CPU by the kernel %v; busy loop had %.0f %% of its core\nlive warnings:\n%s",
+			describeGenerator(g), hloadCPU, 100*busyShare, grepLines(r.stdout, "WARNING"))
 		if busyShare < 0.2 {
 			t.Fatalf("the busy loop got %.0f %% of core %s: the core was not busy, the test proves nothing", 100*busyShare, core)
 		}
 		if !g.Saturated || g.SaturatedIntervals == 0 || g.Reason == "" {
-			t.Errorf("pinned to a busy core, generator %+v: want saturated, with a reason", *g)
+			t.Errorf("pinned to a busy core, %s: want saturated, with a reason", describeGenerator(g))
 		}
 		checkGeneratorFigures(t, g, hloadCPU)
 		if g.RunQueueWaitShareMax == nil || *g.RunQueueWaitShareMax < 0.2 {
-			t.Errorf("run-queue wait share max %v next to a busy loop that took %.0f %% of the core, want >= 0.2",
-				deref(g.RunQueueWaitShareMax), 100*busyShare)
+			t.Errorf("run-queue wait share max (%s) next to a busy loop that took %.0f %% of the core, want >= 0.2",
+				describeGenerator(g), 100*busyShare)
 		}
 		if n := strings.Count(r.stdout, "WARNING: hload is saturated"); n != 1 {
 			t.Errorf("said live %d times, want once:\n%s", n, r.stdout)
@@ -138,9 +139,9 @@ func TestGeneratorSaturation(t *testing.T) {
 		if g == nil {
 			t.Fatal("the summary has no generator figures")
 		}
-		t.Logf("generator %+v, wait share max %v; hload CPU by the kernel %v", *g, deref(g.RunQueueWaitShareMax), hloadCPU)
+		t.Logf("%s; hload CPU by the kernel %v", describeGenerator(g), hloadCPU)
 		if g.Saturated || g.Reason != "" {
-			t.Errorf("a light open-model run is saturated: %+v", *g)
+			t.Errorf("a light open-model run is saturated: %s", describeGenerator(g))
 		}
 		checkGeneratorFigures(t, g, hloadCPU)
 		if !strings.Contains(r.stdout, "saturated in 0 of") {
@@ -169,7 +170,7 @@ func checkGeneratorFigures(t *testing.T, g *metrics.GeneratorFigures, kernelCPU 
 	}
 	if g.CPUUtilizationMean > g.CPUUtilizationMax+0.05 || g.CPUUtilizationMax > 1.2 || g.Intervals < 2 ||
 		g.SaturatedIntervals > g.Intervals {
-		t.Errorf("figures do not add up: %+v", *g)
+		t.Errorf("figures do not add up: %s", describeGenerator(g))
 	}
 }
 
@@ -210,9 +211,12 @@ func grepLines(s, word string) string {
 	return strings.Join(out, "\n")
 }
 
-func deref(f *float64) any {
-	if f == nil {
-		return nil
+// describeGenerator prints the figures for a test's log.
+func describeGenerator(g *metrics.GeneratorFigures) string {
+	wait := "not measured"
+	if g.RunQueueWaitShareMax != nil {
+		wait = strconv.FormatFloat(*g.RunQueueWaitShareMax, 'f', 4, 64)
 	}
-	return *f
+	return fmt.Sprintf("generator: saturated %v in %d of %d intervals, %d cores, %.3f CPU-s, utilization mean %.4f max %.4f, run-queue wait max %s; reason %q",
+		g.Saturated, g.SaturatedIntervals, g.Intervals, g.CPUCoresAvailable, g.CPUSeconds, g.CPUUtilizationMean, g.CPUUtilizationMax, wait, g.Reason)
 }
