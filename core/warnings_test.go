@@ -177,7 +177,7 @@ scenario "s" {
 			}
 			var said []string
 			for _, snap := range live.snaps {
-				said = append(said, snap.Warnings...)
+				said = append(said, withoutGenerator(snap.Warnings)...)
 			}
 			if len(said) != 1 || !strings.HasPrefix(said[0], `scenario "s", request "r": every call so far failed`) {
 				t.Errorf("live warnings %q, want the request named once", said)
@@ -215,7 +215,7 @@ scenario "signup" {
 	}
 	var said []string
 	for _, snap := range live.snaps {
-		said = append(said, snap.Warnings...)
+		said = append(said, withoutGenerator(snap.Warnings)...)
 	}
 	if len(said) != 1 || !strings.HasPrefix(said[0], `scenario "signup": data feeder "users" (mode unique) ran out of rows: the scenario ended at `) {
 		t.Errorf("live warnings %q, want the feeder named once", said)
@@ -298,9 +298,9 @@ scenario "s" {
 	if n := res.sum.Scenarios["s"].Requests["stuck"].Count; n != 0 {
 		t.Errorf("summary counts %d calls that never returned", n)
 	}
-	last := live.snaps[len(live.snaps)-1]
-	if len(last.Warnings) != 1 || !strings.HasPrefix(last.Warnings[0], want) {
-		t.Errorf("last snapshot's warnings %q lack %q", last.Warnings, want)
+	last := withoutGenerator(live.snaps[len(live.snaps)-1].Warnings)
+	if len(last) != 1 || !strings.HasPrefix(last[0], want) {
+		t.Errorf("last snapshot's warnings %q lack %q", last, want)
 	}
 	// What the calls report once released is dropped, not recorded into
 	// a summary already out.
@@ -466,4 +466,17 @@ scenario "s" {
 		t.Errorf("warnings %q lack %q", sum.Warnings, want)
 	}
 	t.Logf("eval messages kept: %q", msgs)
+}
+
+// withoutGenerator leaves out the warnings that hload itself was
+// saturated: on a busy test machine they may join any run's warnings,
+// and the tests that count warnings are about others.
+func withoutGenerator(warnings []string) []string {
+	var out []string
+	for _, w := range warnings {
+		if !strings.HasPrefix(w, "hload is saturated") && !strings.HasPrefix(w, "hload was saturated") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
