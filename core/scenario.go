@@ -87,6 +87,7 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 			series:      r.agg.Series(s.Name, rq.Name),
 			keepBody:    needsBody(rq.Checks) || rq.NeedsBody(),
 			keepHeaders: rq.NeedsHeaders(),
+			prepared:    prepare(r.clients[rq.Target], rq),
 		}
 		for _, f := range rq.Feeders() {
 			fc := cursors[f]

@@ -26,6 +26,27 @@ type request struct {
 	keepBody    bool
 	keepHeaders bool
 	feeders     []*feederCursor
+	// prepared is what the client made of a request that is the same for
+	// every call, once; nil when it made nothing.
+	prepared any
+}
+
+// prepare has c render rq once, when rq is the same for every call and c
+// can: an error is left for the calls to report, as they would have.
+func prepare(c protocols.Client, rq *config.Request) any {
+	p, ok := c.(protocols.Preparer)
+	if !ok || rq.Dynamic() {
+		return nil
+	}
+	value, diags := rq.Value(config.Iteration{})
+	if diags.HasErrors() {
+		return nil
+	}
+	prepared, err := p.Prepare(value)
+	if err != nil {
+		return nil
+	}
+	return prepared
 }
 
 // feederCursor is a data feeder with the scenario's cursor over it.
@@ -149,6 +170,7 @@ func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.
 		Request:     value,
 		KeepBody:    req.keepBody,
 		KeepHeaders: req.keepHeaders,
+		Prepared:    req.prepared,
 	}, v.emitFn)
 	v.calling.Store(nil)
 	sent.Done(v.delivered)

@@ -71,6 +71,11 @@ type Call struct {
 	// are false unless something needs them, so a call that nothing
 	// inspects copies nothing.
 	KeepHeaders bool
+	// Prepared is what the client's Preparer returned for this request,
+	// when the request is the same for every call; nil otherwise, and
+	// always nil for a client that is not a Preparer. Request is set all
+	// the same.
+	Prepared any
 }
 
 // Metric names shared by the built-in protocols.
@@ -119,6 +124,17 @@ type TargetValidator interface {
 // Info.RequestSpec.
 type RequestValidator interface {
 	ValidateRequest(request cty.Value) (attr string, err error)
+}
+
+// Preparer is an optional ability of a Client: it renders, once, a
+// request whose values are the same for every call (the config knows
+// which), so that Do need not decode and encode it again on each. The core
+// calls Prepare before any load is sent, for each such request of the
+// client's target, and passes what it returned in Call.Prepared with every
+// call of that request, along with the same Call.Request. An error leaves
+// the request unprepared: Do then reports it per call, as it would have.
+type Preparer interface {
+	Prepare(request cty.Value) (any, error)
 }
 
 // Sample is one measurement.

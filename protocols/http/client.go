@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/hload/hload/protocols"
 )
 
@@ -32,7 +34,10 @@ type Client struct {
 	sparse sync.Map
 }
 
-var _ protocols.Client = (*Client)(nil)
+var (
+	_ protocols.Client   = (*Client)(nil)
+	_ protocols.Preparer = (*Client)(nil)
+)
 
 // maxTableVU is the largest VU id kept in the table.
 const maxTableVU = 1 << 20
@@ -137,10 +142,10 @@ type vu struct {
 	// req is the template each call's request is copied from, so that
 	// WithContext makes the call's only Request allocation.
 	req nethttp.Request
-	// lastPath and lastURL cache the URL of the last call without a query
-	// attribute: most requests repeat their path.
-	lastPath string
-	lastURL  *url.URL
+	// rendered is the request of the VU's last call that was not
+	// prepared, and scratch what helps render the next.
+	rendered rendered
+	scratch  scratch
 	// body holds the response body when a check needs it.
 	body bytes.Buffer
 	// pending is a response the client is to take as its first hop's,
@@ -368,19 +373,40 @@ func (j *lazyJar) SetCookies(u *url.URL, cookies []*nethttp.Cookie) {
 // maxKeptBody bounds the body buffer a VU keeps between calls.
 const maxKeptBody = 1 << 20
 
+// Prepare renders a request that is the same for every call once, for
+// Do to send as it is: its URL, headers and body are encoded here rather
+// than per call. It returns the attribute's error that Do would report.
+func (c *Client) Prepare(request cty.Value) (any, error) {
+	p := &prepared{client: c}
+	if err := render(c.cfg, request, &p.rendered, &scratch{}); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// requestOf returns the call's request rendered: the one Prepare made for
+// it, or the VU's own, rendered now.
+func (c *Client) requestOf(v *vu, call protocols.Call) (*rendered, error) {
+	if p, ok := call.Prepared.(*prepared); ok && p.client == c {
+		return &p.rendered, nil
+	}
+	return &v.rendered, render(c.cfg, call.Request, &v.rendered, &v.scratch)
+}
+
 // Do executes one call for call.VU and emits its samples.
 func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	start := time.Now()
 	v := c.vu(call.VU)
 	st := v.call
 
-	req, opt, err := v.build(call.Request, st.header)
+	rd, err := c.requestOf(v, call)
 	if err != nil {
 		end := time.Now()
 		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start),
 			Error: protocols.ErrProtocol, Message: err.Error()})
 		return
 	}
+	req, opt := v.request(rd, st.header), rd.opt
 
 	rctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()

@@ -121,8 +121,7 @@ func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
 // against a placeholder target, so that what it checks is the request's
 // own values.
 func (p *Protocol) ValidateRequest(request cty.Value) (string, error) {
-	v := vu{cfg: validationTarget}
-	if _, _, err := v.build(request, make(nethttp.Header)); err != nil {
+	if err := render(validationTarget, request, &rendered{}, &scratch{}); err != nil {
 		return protocols.AttrName(err), err
 	}
 	return "", nil

@@ -51,6 +51,8 @@ func TestJSONMatchesCtyJSON(t *testing.T) {
 		{"invalid utf-8", cty.ObjectVal(map[string]cty.Value{"k": str("a\xffb")}), ""},
 		{"decimal", cty.MustParseNumberVal("0.1"), "0.1"},
 		{"float64 tenth", cty.NumberFloatVal(0.1), "0.1"},
+		{"float64 tenth at 512 bits", cty.NumberVal(new(big.Float).SetPrec(512).SetFloat64(0.1)),
+			"0.1000000000000000055511151231257827021181583404541015625"},
 		{"a third", quotient(1, 3), ""},
 		{"a quarter", quotient(1, 4), "0.25"},
 		{"negative", cty.MustParseNumberVal("-7.75"), "-7.75"},

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/hload/hload/protocols"
 )
@@ -27,110 +26,199 @@ type callOptions struct {
 	expected statusSet // the request's expected_status, else the target's
 }
 
-// build turns a call's request values into the VU's request template and
-// returns it with the call's options. h is the call state's header map,
-// cleared and refilled here. It is the one decoder of a request: Do calls
-// it per call, and ValidateRequest at load, so the two cannot disagree.
-// Its errors are *protocols.AttrError naming the attribute.
-func (v *vu) build(r cty.Value, h nethttp.Header) (*nethttp.Request, callOptions, error) {
-	cfg := v.cfg
-	var opt callOptions
+// rendered is a request decoded from its values and encoded for the wire:
+// all that a call sends but the VU's cookies. A request that is the same
+// for every call is rendered once, by Prepare, and shared by every VU;
+// any other is rendered per call into the VU's own, over the last. What a
+// request is given of it (the URL, the body, the header values) is never
+// written: a transport goroutine may still read those of a call that
+// returned.
+type rendered struct {
+	method string
+	url    *url.URL
+	// header holds the target's headers, the request's over them, then
+	// User-Agent and Content-Type unless one of those set them.
+	header  []header
+	host    string // the Host header, "" for the URL's host
+	body    string
+	hasBody bool
+	// getBody lets the client replay the body on a 307 or 308 redirect,
+	// and on a retry the transport makes when nothing of the request was
+	// written; see docs/http.md.
+	getBody func() (io.ReadCloser, error)
+	opt     callOptions
+}
+
+// scratch is what a VU keeps from one rendering to the next, so that the
+// next costs less.
+type scratch struct {
+	// lastPath and lastURL are the URL of the last call without a query
+	// attribute: most requests repeat their path.
+	lastPath string
+	lastURL  *url.URL
+	// json is the buffer a json attribute is encoded into.
+	json []byte
+}
+
+// prepared is a request Client.Prepare rendered once.
+type prepared struct {
+	client *Client // the client it was rendered for, with its target
+	rendered
+}
+
+// render decodes a call's request values into out. It is the one decoder
+// of a request: Prepare calls it once for a request that is the same for
+// every call, Do per call for the others, and ValidateRequest at load, so
+// that the three cannot disagree. Its errors are *protocols.AttrError
+// naming the attribute.
+func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 	var err error
-	if opt.timeout, err = protocols.DurationAttr(r, "timeout", cfg.timeout); err != nil {
-		return nil, opt, err
+	if out.opt.timeout, err = protocols.DurationAttr(r, "timeout", cfg.timeout); err != nil {
+		return err
 	}
-	if opt.expected, err = expectedStatus(r); err != nil {
-		return nil, opt, err
-	} else if !opt.expected.set {
-		opt.expected = cfg.expected
-	}
-
-	payload, contentType, hasBody, err := requestBody(r)
-	if err != nil {
-		return nil, opt, err
+	if out.opt.expected, err = expectedStatus(r); err != nil {
+		return err
+	} else if !out.opt.expected.set {
+		out.opt.expected = cfg.expected
 	}
 
-	method := nethttp.MethodGet
-	if hasBody {
-		method = nethttp.MethodPost
+	var contentType []string
+	if out.body, contentType, out.hasBody, err = requestBody(r, s); err != nil {
+		return err
 	}
-	if s, err := protocols.StringAttr(r, "method"); err != nil {
-		return nil, opt, err
-	} else if s != "" {
-		method = strings.ToUpper(s)
-		if err := checkMethod(method); err != nil {
-			return nil, opt, err
+
+	out.method = nethttp.MethodGet
+	if out.hasBody {
+		out.method = nethttp.MethodPost
+	}
+	if m, err := protocols.StringAttr(r, "method"); err != nil {
+		return err
+	} else if m != "" {
+		out.method = strings.ToUpper(m)
+		if err := checkMethod(out.method); err != nil {
+			return err
 		}
 	}
 
-	u, err := v.url(r)
-	if err != nil {
-		return nil, opt, err
+	if out.url, err = requestURL(cfg, r, s); err != nil {
+		return err
+	}
+	if err := requestHeaders(cfg, r, out); err != nil {
+		return err
+	}
+	if contentType != nil && !hasHeader(out.header, "Content-Type") {
+		out.header = append(out.header, header{key: "Content-Type", vals: contentType})
 	}
 
-	// Headers: the target's, then the request's over them. The map is
-	// reused, and the client adds cookies to it, so it starts empty.
-	clear(h)
-	host := cfg.host
-	for _, f := range cfg.headers {
-		h[f.key] = f.vals
+	out.getBody = nil
+	switch {
+	case !out.hasBody:
+	case out.body == "":
+		out.getBody = noBody
+	default:
+		body := out.body
+		out.getBody = func() (io.ReadCloser, error) { return newBodyReader(body), nil }
 	}
+	return nil
+}
+
+// requestHeaders sets out's header list and Host: the target's, then the
+// request's over them, then User-Agent unless either set it.
+func requestHeaders(cfg *targetConfig, r cty.Value, out *rendered) error {
+	out.header = append(out.header[:0], cfg.headers...)
+	out.host = cfg.host
 	if hv := protocols.Attr(r, "headers"); !hv.IsNull() {
 		kvs, err := protocols.StringMapAttr(r, "headers")
 		if err != nil {
-			return nil, opt, err
+			return err
 		}
 		for _, kv := range kvs {
 			if err := checkHeader("headers", kv); err != nil {
-				return nil, opt, err
+				return err
 			}
 			k := nethttp.CanonicalHeaderKey(kv.Key)
 			if k == "Host" {
-				host = kv.Value
+				out.host = kv.Value
 				continue
 			}
-			h[k] = []string{kv.Value}
+			out.header = setHeader(out.header, k, []string{kv.Value})
 		}
 	}
-	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = userAgentValue
+	if !hasHeader(out.header, "User-Agent") {
+		out.header = append(out.header, header{key: "User-Agent", vals: userAgentValue})
 	}
-	if contentType != nil {
-		if _, ok := h["Content-Type"]; !ok {
-			h["Content-Type"] = contentType
-		}
-	}
+	return nil
+}
 
+// setHeader sets key in hs, replacing an entry of the same key.
+func setHeader(hs []header, key string, vals []string) []header {
+	for i := range hs {
+		if hs[i].key == key {
+			hs[i].vals = vals
+			return hs
+		}
+	}
+	return append(hs, header{key: key, vals: vals})
+}
+
+func hasHeader(hs []header, key string) bool {
+	for i := range hs {
+		if hs[i].key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// request fills the VU's request template from rd and returns it. h is
+// the call state's header map, cleared and refilled here: the client adds
+// cookies to it, so it is the call's own, never rd's.
+func (v *vu) request(rd *rendered, h nethttp.Header) *nethttp.Request {
+	clear(h)
+	for _, f := range rd.header {
+		h[f.key] = f.vals
+	}
 	v.req = nethttp.Request{
-		Method:     method,
-		URL:        u,
+		Method:     rd.method,
+		URL:        rd.url,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Header:     h,
-		Host:       host,
+		Host:       rd.host,
 	}
-	if hasBody {
-		v.req.ContentLength = int64(len(payload))
-		if len(payload) > 0 {
-			// GetBody lets the client replay the body on a 307 or 308
-			// redirect, and on a retry the transport makes when nothing
-			// of the request was written; see docs/http.md.
-			v.req.GetBody = func() (io.ReadCloser, error) {
-				return io.NopCloser(strings.NewReader(payload)), nil
-			}
-			v.req.Body, _ = v.req.GetBody()
-		} else {
-			v.req.Body = nethttp.NoBody
-			v.req.GetBody = func() (io.ReadCloser, error) { return nethttp.NoBody, nil }
+	if rd.hasBody {
+		v.req.ContentLength = int64(len(rd.body))
+		v.req.GetBody = rd.getBody
+		v.req.Body = nethttp.NoBody
+		if rd.body != "" {
+			v.req.Body = newBodyReader(rd.body)
 		}
 	}
-	return &v.req, opt, nil
+	return &v.req
 }
 
+// bodyReader is a request body: one allocation per call, where
+// io.NopCloser(strings.NewReader(s)) makes two.
+type bodyReader struct {
+	strings.Reader
+}
+
+func newBodyReader(s string) *bodyReader {
+	b := new(bodyReader)
+	b.Reset(s)
+	return b
+}
+
+func (*bodyReader) Close() error { return nil }
+
+func noBody() (io.ReadCloser, error) { return nethttp.NoBody, nil }
+
 // requestBody returns the payload of body, json or form, at most one of
-// which may be set, and the content type it implies.
-func requestBody(r cty.Value) (payload string, contentType []string, has bool, err error) {
+// which may be set, and the content type it implies. A json body is
+// encoded into s.json, then copied out, since calls in flight may still
+// read the payload.
+func requestBody(r cty.Value, s *scratch) (payload string, contentType []string, has bool, err error) {
 	first := ""
 	one := func(name string) error {
 		if first != "" {
@@ -139,7 +227,7 @@ func requestBody(r cty.Value) (payload string, contentType []string, has bool, e
 		first = name
 		return nil
 	}
-	if s := protocols.Attr(r, "body"); !s.IsNull() {
+	if b := protocols.Attr(r, "body"); !b.IsNull() {
 		if err := one("body"); err != nil {
 			return "", nil, false, err
 		}
@@ -151,14 +239,11 @@ func requestBody(r cty.Value) (payload string, contentType []string, has bool, e
 		if err := one("json"); err != nil {
 			return "", nil, false, err
 		}
-		if !j.IsWhollyKnown() {
-			return "", nil, false, protocols.AttrErrorf("json", "is not known")
-		}
-		j, _ = j.UnmarkDeep()
-		b, err := ctyjson.Marshal(j, j.Type())
+		b, err := encodeJSON(s.json[:0], j)
 		if err != nil {
-			return "", nil, false, protocols.AttrErrorf("json", "cannot be encoded: %v", err)
+			return "", nil, false, err
 		}
+		s.json = b
 		payload, contentType = string(b), contentTypeJSON
 	}
 	if f := protocols.Attr(r, "form"); !f.IsNull() {
@@ -169,28 +254,55 @@ func requestBody(r cty.Value) (payload string, contentType []string, has bool, e
 		if err != nil {
 			return "", nil, false, err
 		}
-		form := make(url.Values, len(kvs))
-		for _, kv := range kvs {
-			form.Add(kv.Key, kv.Value)
-		}
-		payload, contentType = form.Encode(), contentTypeForm
+		payload, contentType = string(appendQuery(nil, kvs)), contentTypeForm
 	}
 	return payload, contentType, first != "", nil
 }
 
-// url joins the call's path and query to the target's base URL.
-func (v *vu) url(r cty.Value) (*url.URL, error) {
+// encodeJSON appends the json attribute's value j to dst. Most values
+// are known and unmarked, and are encoded in one walk; the others are
+// checked, unmarked and encoded after.
+func encodeJSON(dst []byte, j cty.Value) ([]byte, error) {
+	if b, ok := appendJSONValue(dst, j, j.Type()); ok {
+		return b, nil
+	}
+	if !j.IsWhollyKnown() {
+		return dst, protocols.AttrErrorf("json", "is not known")
+	}
+	j, _ = j.UnmarkDeep()
+	b, err := appendJSON(dst, j)
+	if err != nil {
+		return dst, protocols.AttrErrorf("json", "cannot be encoded: %v", err)
+	}
+	return b, nil
+}
+
+// appendQuery appends kvs, sorted by key with no key twice (as
+// protocols.StringMapAttr returns them), as url.Values.Encode would.
+func appendQuery(dst []byte, kvs []protocols.Pair) []byte {
+	for i, kv := range kvs {
+		if i > 0 {
+			dst = append(dst, '&')
+		}
+		dst = append(dst, url.QueryEscape(kv.Key)...)
+		dst = append(dst, '=')
+		dst = append(dst, url.QueryEscape(kv.Value)...)
+	}
+	return dst
+}
+
+// requestURL joins the call's path and query to the target's base URL.
+func requestURL(cfg *targetConfig, r cty.Value, s *scratch) (*url.URL, error) {
 	path, err := protocols.StringAttr(r, "path")
 	if err != nil {
 		return nil, err
 	}
 	query := protocols.Attr(r, "query")
-	if query.IsNull() && v.lastURL != nil && path == v.lastPath {
+	if query.IsNull() && s.lastURL != nil && path == s.lastPath {
 		// The cached URL is shared by calls but never written to.
-		return v.lastURL, nil
+		return s.lastURL, nil
 	}
 
-	cfg := v.cfg
 	raw := cfg.baseURL
 	if path != "" {
 		if path[0] == '/' {
@@ -211,7 +323,7 @@ func (v *vu) url(r cty.Value) (*url.URL, error) {
 		}
 	}
 	if query.IsNull() {
-		v.lastPath, v.lastURL = path, u
+		s.lastPath, s.lastURL = path, u
 		return u, nil
 	}
 	kvs, err := protocols.StringMapAttr(r, "query")
@@ -219,14 +331,11 @@ func (v *vu) url(r cty.Value) (*url.URL, error) {
 		return nil, err
 	}
 	if len(kvs) > 0 {
-		q := make(url.Values, len(kvs))
-		for _, kv := range kvs {
-			q.Add(kv.Key, kv.Value)
-		}
+		q := appendQuery(nil, kvs)
 		if u.RawQuery == "" {
-			u.RawQuery = q.Encode()
+			u.RawQuery = string(q)
 		} else {
-			u.RawQuery += "&" + q.Encode()
+			u.RawQuery += "&" + string(q)
 		}
 	}
 	return u, nil

@@ -1,0 +1,346 @@
+package http
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/config"
+	"github.com/hload/hload/protocols"
+)
+
+// benchServerEnv makes the test binary a loopback server instead of a test
+// run; see TestBenchServerProcess.
+const benchServerEnv = "HLOAD_HTTP_BENCH_SERVER"
+
+// TestBenchServerProcess is the loopback server of BenchmarkRequests when
+// the benchmark starts the test binary again with benchServerEnv set, so
+// that the benchmark's process CPU time is the client's alone. It answers
+// every request with 60 bytes, 400 when a request that says it carries
+// JSON does not, and GET /count with the requests it answered. It ends
+// when its standard input closes. Run as a test, it does nothing.
+func TestBenchServerProcess(t *testing.T) {
+	if os.Getenv(benchServerEnv) != "1" {
+		t.Skip("the loopback server of BenchmarkRequests; runs only when the benchmark starts it")
+	}
+	body := []byte("hload benchmark body: sixty bytes of payload, no more, ok!!\n")
+	var count, bad atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/count" {
+			fmt.Fprintf(w, "%d %d", count.Load(), bad.Load())
+			return
+		}
+		count.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get("Content-Type") == "application/json" && !json.Valid(b) {
+			bad.Add(1)
+			w.WriteHeader(nethttp.StatusBadRequest)
+		}
+		w.Write(body)
+	})}
+	go srv.Serve(ln)
+	fmt.Println(ln.Addr().String())
+	io.Copy(io.Discard, os.Stdin)
+	srv.Close()
+}
+
+// benchServer starts TestBenchServerProcess and returns its base URL and
+// a function that reads its counts: requests answered, and requests whose
+// JSON was not valid.
+func benchServer(b *testing.B) (string, func() (answered, bad int64)) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchServerProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("bench server: %v", err)
+	}
+	base := "http://" + strings.TrimSpace(line)
+	counts := func() (int64, int64) {
+		resp, err := nethttp.Get(base + "/count")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		f := strings.Fields(string(raw))
+		if len(f) != 2 {
+			b.Fatalf("count = %q", raw)
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		bad, _ := strconv.ParseInt(f[1], 10, 64)
+		return n, bad
+	}
+	return base, counts
+}
+
+// benchRequests are the requests of issue 14's CPU-per-request goal: a
+// GET, a POST with a query and a small constant JSON body, and the same
+// POST with dynamic values (a random path segment, a CSV field,
+// per-iteration numbers in the JSON).
+var benchRequests = []struct{ name, block string }{
+	{"get", `
+  request "r" {
+    path = "/hello"
+  }`},
+	{"post-constant", `
+  request "r" {
+    path  = "/orders"
+    query = { source = "bench", page = "2" }
+    json  = { user = "ada@example.com", qty = 3, price = 12.5, items = ["a", "b"], gift = false }
+  }`},
+	{"post-dynamic", `
+  request "r" {
+    path  = "/orders/${random_string(8)}"
+    query = { source = "bench", page = "2" }
+    json  = { user = data.users.email, qty = random_int(1, 10), vu = vu.id, iteration = vu.iteration, price = 12.5, items = ["a", "b"], gift = false }
+  }`},
+}
+
+// BenchmarkRequests measures what a request costs hload's process, one VU
+// on one keep-alive connection: the request's evaluation, as the core does
+// it per call, and Do. The server runs in a process of its own, so the
+// process CPU time, allocations and bytes are the client's alone; they are
+// reported per request, and the server's own count of the requests it
+// answered must match the calls made.
+func BenchmarkRequests(b *testing.B) {
+	base, counts := benchServer(b)
+	dir := b.TempDir()
+	users := "email\n"
+	for i := range 100 {
+		users += fmt.Sprintf("user%d@example.com\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "users.csv"), []byte(users), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range benchRequests {
+		b.Run(bc.name, func(b *testing.B) {
+			src := `variable "base_url" {}
+data "csv" "users" {
+  path = "users.csv"
+}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+` + bc.block + `
+}
+`
+			test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, dir, config.Options{
+				Protocols: protocols.NewRegistry(New()),
+				Vars:      map[string]string{"base_url": base},
+			})
+			if diags.HasErrors() {
+				b.Fatal(diags.Error())
+			}
+			r := test.Scenarios[0].Requests[0]
+			c, err := New().Open(context.Background(), test.Targets[0].Config)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			call := benchCall(b, c, r)
+			var feeders []*config.Cursor
+			for _, f := range r.Feeders() {
+				feeders = append(feeders, f.NewCursor())
+			}
+			data := map[string]cty.Value{}
+			failed := 0
+			check := func(s protocols.Sample) {
+				if s.Metric == protocols.MetricRequest && (s.Error != "" || s.Status != 200) {
+					failed++
+				}
+			}
+			ctx := context.Background()
+			var iteration uint64
+			one := func() {
+				it := config.Iteration{VU: 1, Iteration: iteration, Scenario: "s"}
+				if len(feeders) > 0 {
+					for i, f := range r.Feeders() {
+						row, _ := feeders[i].Next()
+						data[f.Name] = f.Row(row)
+					}
+					it.Data = data
+				}
+				iteration++
+				v, _, diags := r.Eval(it)
+				if diags.HasErrors() {
+					b.Fatal(diags.Error())
+				}
+				call.Request = v
+				c.Do(ctx, call, check)
+			}
+			for range 3 {
+				one() // connect outside the timing
+			}
+			answered0, _ := counts()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			cpu := processCPU(b)
+			b.ResetTimer()
+			for b.Loop() {
+				one()
+			}
+			b.StopTimer()
+			cpu = processCPU(b) - cpu
+			runtime.ReadMemStats(&after)
+			answered, bad := counts()
+			if n := answered - answered0; n != int64(b.N) || bad != 0 || failed != 0 {
+				b.Fatalf("the server answered %d requests, %d with bad JSON, and %d calls failed; want %d, 0, 0", n, bad, failed, b.N)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/request")
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/request")
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/request")
+		})
+	}
+}
+
+// benchCall is the call the core would make for r on c, before its
+// request value is set: prepared once when r is the same for every call.
+func benchCall(b *testing.B, c protocols.Client, r *config.Request) protocols.Call {
+	call := protocols.Call{VU: 1}
+	if r.Dynamic() {
+		return call
+	}
+	v, diags := r.Value(config.Iteration{})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	p, err := c.(protocols.Preparer).Prepare(v)
+	if err != nil {
+		b.Fatal(err)
+	}
+	call.Prepared = p
+	return call
+}
+
+// processCPU is the CPU time the process used so far, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRender measures what Do spends on a request before sending it,
+// without the network: for each request of BenchmarkRequests, evaluating
+// it as the core does ("eval", the config's share, not this package's),
+// then rendering it ("render"), which a prepared request skips, and the
+// copy into the call's request that every call makes ("request").
+func BenchmarkRender(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "users.csv"), []byte("email\nada@example.com\nbob@example.com\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range benchRequests {
+		src := `variable "base_url" {}
+data "csv" "users" {
+  path = "users.csv"
+}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+` + bc.block + `
+}
+`
+		test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, dir, config.Options{
+			Protocols: protocols.NewRegistry(New()),
+			Vars:      map[string]string{"base_url": "http://127.0.0.1:9"},
+		})
+		if diags.HasErrors() {
+			b.Fatal(diags.Error())
+		}
+		r := test.Scenarios[0].Requests[0]
+		cfg, err := parseTarget(test.Targets[0].Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		it := config.Iteration{VU: 1, Scenario: "s", Data: map[string]cty.Value{}}
+		for _, f := range r.Feeders() {
+			it.Data[f.Name] = f.Row(0)
+		}
+		values := make([]cty.Value, 64)
+		for i := range values {
+			it.Iteration = uint64(i)
+			if values[i], _, diags = r.Eval(it); diags.HasErrors() {
+				b.Fatal(diags.Error())
+			}
+		}
+		b.Run(bc.name+"/eval", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				it.Iteration++
+				r.Eval(it)
+			}
+		})
+		b.Run(bc.name+"/render", func(b *testing.B) {
+			b.ReportAllocs()
+			var rd rendered
+			var s scratch
+			i := 0
+			for b.Loop() {
+				if err := render(cfg, values[i%len(values)], &rd, &s); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run(bc.name+"/request", func(b *testing.B) {
+			b.ReportAllocs()
+			var rd rendered
+			if err := render(cfg, values[0], &rd, &scratch{}); err != nil {
+				b.Fatal(err)
+			}
+			v := &vu{cfg: cfg}
+			h := make(nethttp.Header)
+			for b.Loop() {
+				v.request(&rd, h)
+			}
+		})
+	}
+}
