@@ -471,3 +471,47 @@ scenario "s" {
 		t.Errorf("hload's constant request: %+v; the server read 6", r)
 	}
 }
+
+// TestPreparedSharedByManyVUs has VUs send one prepared request at once,
+// as a run does: every call sends the same bytes, by the server's count
+// (run with -race, it also checks that calls only read what they share).
+func TestPreparedSharedByManyVUs(t *testing.T) {
+	const vus, calls = 8, 25
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ts := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		line := wireRequest(r)
+		mu.Lock()
+		seen[line]++
+		mu.Unlock()
+	}))
+	defer ts.Close()
+	c := open(t, New(), ts.URL, map[string]cty.Value{"headers": strMap("X-Target", "t")})
+	r := req(map[string]cty.Value{
+		"path": cty.StringVal("/orders"), "query": strMap("source", "bench"), "headers": strMap("X-Request", "r"),
+		"json": cty.ObjectVal(map[string]cty.Value{"user": cty.StringVal("ada"), "price": cty.MustParseNumberVal("12.5")}),
+	})
+	p := prepare(t, c, r)
+	var wg sync.WaitGroup
+	for vu := uint64(1); vu <= vus; vu++ {
+		wg.Go(func() {
+			for range calls {
+				if res := doPrepared(t, c, vu, r, p, false); res.request.Error != "" {
+					t.Errorf("VU %d: %+v", vu, res.request)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 {
+		t.Errorf("the server saw %d different requests, want 1: %v", len(seen), seen)
+	}
+	for line, n := range seen {
+		if n != vus*calls || !strings.HasPrefix(line, `POST /orders?source=bench `) || !strings.Contains(line, `body="{\"price\":12.5,\"user\":\"ada\"}"`) {
+			t.Errorf("the server saw %d times %s; want %d times the prepared POST", n, line, vus*calls)
+		}
+	}
+}
