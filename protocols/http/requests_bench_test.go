@@ -131,11 +131,19 @@ var benchRequests = []struct{ name, block string }{
     query = { source = "bench", page = "2" }
     json  = { user = data.users.email, qty = random_int(1, 10), vu = vu.id, iteration = vu.iteration, price = 12.5, items = ["a", "b"], gift = false }
   }`},
+	{"post-dynamic-evaluated", `
+  request "r" {
+    path  = "/orders/${random_string(8)}"
+    query = { source = "bench", page = "2" }
+    json  = { user = data.users.email, qty = random_int(1, 10), vu = vu.id, iteration = vu.iteration, price = 12.5, items = ["a", "b"], gift = false }
+  }`},
 }
 
 // BenchmarkRequests measures what a request costs hload's process, one VU
 // on one keep-alive connection: the request's evaluation, as the core does
-// it per call, and Do. The server runs in a process of its own, so the
+// it per call, and Do. post-dynamic-evaluated is post-dynamic with its
+// values evaluated before the timing (1,000 of them, in turn), for Do's
+// share alone. The server runs in a process of its own, so the
 // process CPU time, allocations and bytes are the client's alone; they are
 // reported per request, and the server's own count of the requests it
 // answered must match the calls made.
@@ -190,9 +198,30 @@ scenario "s" {
 					failed++
 				}
 			}
+			var evaluated []cty.Value
+			if strings.HasSuffix(bc.name, "-evaluated") {
+				for i := range 1000 {
+					it := config.Iteration{VU: 1, Iteration: uint64(i), Scenario: "s", Data: map[string]cty.Value{}}
+					for j, f := range r.Feeders() {
+						row, _ := feeders[j].Next()
+						it.Data[f.Name] = f.Row(row)
+					}
+					v, _, diags := r.Eval(it)
+					if diags.HasErrors() {
+						b.Fatal(diags.Error())
+					}
+					evaluated = append(evaluated, v)
+				}
+			}
 			ctx := context.Background()
 			var iteration uint64
 			one := func() {
+				if evaluated != nil {
+					call.Request = evaluated[iteration%uint64(len(evaluated))]
+					iteration++
+					c.Do(ctx, call, check)
+					return
+				}
 				it := config.Iteration{VU: 1, Iteration: iteration, Scenario: "s"}
 				if len(feeders) > 0 {
 					for i, f := range r.Feeders() {
@@ -274,6 +303,9 @@ func BenchmarkRender(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, bc := range benchRequests {
+		if strings.HasSuffix(bc.name, "-evaluated") {
+			continue // the same request as post-dynamic
+		}
 		src := `variable "base_url" {}
 data "csv" "users" {
   path = "users.csv"
