@@ -135,8 +135,10 @@ func appendJSONObject(dst []byte, v cty.Value, t cty.Type) ([]byte, bool) {
 // appendJSONNumber appends f as ctyjson does, f.Text('f', -1): the
 // shortest decimal that reads back as f at f's precision. It leaves the
 // infinities to ctyjson, which refuses them. A whole number is printed
-// with strconv, and so is one a float64 holds exactly whose shortest
-// float64 decimal is exact (12.5, 0.25); math/big prints the rest.
+// with strconv; so is any other whose nearest float64's shortest decimal
+// reads back as f itself (12.5, and 19.99 as HCL parses it, at 512
+// bits), which is then also math/big's: see shortestAtPrecision. math/big
+// prints the rest.
 func appendJSONNumber(dst []byte, f *big.Float) ([]byte, bool) {
 	if f.IsInf() {
 		return dst, false
@@ -150,24 +152,42 @@ func appendJSONNumber(dst []byte, f *big.Float) ([]byte, bool) {
 		}
 		return f.Append(dst, 'f', -1), true
 	}
-	if x, acc := f.Float64(); acc == big.Exact {
-		start := len(dst)
-		dst = strconv.AppendFloat(dst, x, 'f', -1, 64)
-		if exactDecimal(dst[start:], x) {
-			return dst, true
+	if f.Prec() >= 53 {
+		if x, _ := f.Float64(); x != 0 && !math.IsInf(x, 0) {
+			start := len(dst)
+			dst = strconv.AppendFloat(dst, x, 'f', -1, 64)
+			if shortestAtPrecision(dst[start:], x, f) {
+				return dst, true
+			}
+			dst = dst[:start]
 		}
-		dst = dst[:start]
 	}
 	return f.Append(dst, 'f', -1), true
 }
 
+// shortestAtPrecision reports whether s, the shortest decimal that reads
+// back as the float64 x nearest to f, is also the shortest that reads back
+// as f at f's precision of 53 bits or more, as math/big prints it. It is
+// when s reads back as f: a shorter decimal that read back as f would lie
+// as close to f, so it would read back as x too (f is not near the middle
+// of two float64s, since s, a decimal of at most 17 digits, is within
+// f's last bit of it), and strconv found none. When x is f and s is x's
+// exact value, s reads back as f at any precision; that is checked
+// without parsing.
+func shortestAtPrecision(s []byte, x float64, f *big.Float) bool {
+	if exactDecimal(s, x) {
+		if g, acc := f.Float64(); g == x && acc == big.Exact {
+			return true
+		}
+	}
+	g, _, err := big.ParseFloat(string(s), 10, f.Prec(), big.ToNearestEven)
+	return err == nil && g.Cmp(f) == 0
+}
+
 // exactDecimal reports whether s, x printed in 'f' format, is x's value
-// exactly rather than rounded, for an x that is not a whole number. It
-// then is also the shortest decimal that reads back as x at any precision
-// of 53 bits or more, which is what math/big prints: a shorter one would
-// read back as x in a float64 too, and strconv found none. x's exact
-// decimal has as many digits after the point as x has binary digits
-// after it; s is exact when it has that many.
+// exactly rather than rounded, for an x that is not a whole number: x's
+// exact decimal has as many digits after the point as x has binary digits
+// after it, and s is exact when it has that many.
 func exactDecimal(s []byte, x float64) bool {
 	b := math.Float64bits(x)
 	exp := int(b>>52&0x7ff) - 1075 // x = mant * 2^exp

@@ -50,11 +50,16 @@ func TestJSONMatchesCtyJSON(t *testing.T) {
 			`"\u003ca href=\"x\"\u003e\u0026\\\n\t\r\b\f\u0001` + "\x7f" + `\u2028\u2029é\u003c/a\u003e"`},
 		{"invalid utf-8", cty.ObjectVal(map[string]cty.Value{"k": str("a\xffb")}), ""},
 		{"decimal", cty.MustParseNumberVal("0.1"), "0.1"},
+		{"price", cty.MustParseNumberVal("19.99"), "19.99"},
+		{"long decimal", cty.MustParseNumberVal("0.12345678901234567890123"), "0.12345678901234567890123"},
+		{"price at 64 bits", cty.NumberVal(new(big.Float).SetPrec(64).SetFloat64(19.99).Quo(big.NewFloat(3).SetPrec(64), big.NewFloat(7).SetPrec(64))), ""},
+		{"price at 24 bits", cty.NumberVal(new(big.Float).SetPrec(24).SetFloat64(19.99)), ""},
 		{"float64 tenth", cty.NumberFloatVal(0.1), "0.1"},
 		{"float64 tenth at 512 bits", cty.NumberVal(new(big.Float).SetPrec(512).SetFloat64(0.1)),
 			"0.1000000000000000055511151231257827021181583404541015625"},
 		{"a third", quotient(1, 3), ""},
 		{"a quarter", quotient(1, 4), "0.25"},
+		{"just above a quarter", cty.NumberVal(new(big.Float).SetPrec(512).SetMantExp(new(big.Float).SetPrec(512).SetInt64(1<<60+1), -62)), ""},
 		{"negative", cty.MustParseNumberVal("-7.75"), "-7.75"},
 		{"negative zero", cty.NumberFloatVal(math.Copysign(0, -1)), ""},
 		{"zero", cty.Zero, "0"},
@@ -107,11 +112,12 @@ func TestJSONFastPath(t *testing.T) {
 		cty.ObjectVal(map[string]cty.Value{
 			"user": cty.StringVal("ada"), "qty": cty.NumberIntVal(3), "price": cty.MustParseNumberVal("12.5"),
 			"third": quotient(1, 3), "tenth": cty.NumberFloatVal(0.1), "big": cty.MustParseNumberVal("1e40"),
-			"items": cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.True}),
-			"list":  cty.ListVal([]cty.Value{cty.NumberIntVal(1)}),
-			"map":   cty.MapVal(map[string]cty.Value{"k": cty.StringVal("v")}),
-			"set":   cty.SetVal([]cty.Value{cty.StringVal("v")}),
-			"none":  cty.NullVal(cty.String),
+			"decimal": cty.MustParseNumberVal("19.99"),
+			"items":   cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.True}),
+			"list":    cty.ListVal([]cty.Value{cty.NumberIntVal(1)}),
+			"map":     cty.MapVal(map[string]cty.Value{"k": cty.StringVal("v")}),
+			"set":     cty.SetVal([]cty.Value{cty.StringVal("v")}),
+			"none":    cty.NullVal(cty.String),
 		}),
 	}
 	for _, v := range fast {
@@ -208,11 +214,12 @@ func tame(v cty.Value) bool {
 }
 
 // BenchmarkJSON compares appendJSON with ctyjson.Marshal on the body of
-// BenchmarkRequests' POST, its numbers as HCL makes them: parsed at 512
-// bits (price, qty) and from vu.id and random_int.
+// BenchmarkRequests' POST plus a total of 19.99, its numbers as HCL makes
+// them: parsed at 512 bits (price, qty, total) and from vu.id and
+// random_int.
 func BenchmarkJSON(b *testing.B) {
 	v := cty.ObjectVal(map[string]cty.Value{
-		"user": cty.StringVal("user7@example.com"), "qty": cty.MustParseNumberVal("3"),
+		"user": cty.StringVal("user7@example.com"), "qty": cty.MustParseNumberVal("3"), "total": cty.MustParseNumberVal("19.99"),
 		"vu": cty.NumberUIntVal(1), "iteration": cty.NumberUIntVal(12345), "price": cty.MustParseNumberVal("12.5"),
 		"items": cty.TupleVal([]cty.Value{cty.StringVal("a"), cty.StringVal("b")}), "gift": cty.False,
 	})
