@@ -118,13 +118,17 @@ func flowValue(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durat
 }
 
 // flowWords names the flows a threshold watches, for messages.
-func flowWords(th *config.Threshold) string {
-	s := "flow"
-	if th.Flow != "" {
-		s = fmt.Sprintf("flow %q", th.Flow)
+func flowWords(th *config.Threshold) string { return watched("flow", th.Flow, th.Scenario) }
+
+// watched names what a threshold's filters pick, such as `flow "order" of
+// scenario "shop"`, or just noun when they pick everything.
+func watched(noun, name, scenario string) string {
+	s := noun
+	if name != "" {
+		s = fmt.Sprintf("%s %q", noun, name)
 	}
-	if th.Scenario != "" {
-		s += fmt.Sprintf(" of scenario %q", th.Scenario)
+	if scenario != "" {
+		s += fmt.Sprintf(" of scenario %q", scenario)
 	}
 	return s
 }
@@ -155,14 +159,13 @@ func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 // requestWords names the requests a threshold watches, for messages:
 // "" for all of them.
 func requestWords(th *config.Threshold) string {
-	s := ""
-	if th.Request != "" {
-		s = fmt.Sprintf(" of request %q", th.Request)
+	switch {
+	case th.Request != "":
+		return " of " + watched("request", th.Request, th.Scenario)
+	case th.Scenario != "":
+		return fmt.Sprintf(" in scenario %q", th.Scenario)
 	}
-	if th.Scenario != "" {
-		s += fmt.Sprintf(" in scenario %q", th.Scenario)
-	}
-	return s
+	return ""
 }
 
 // latencyFigure picks the aggregation out of latency figures, all in ms;

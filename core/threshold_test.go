@@ -191,10 +191,10 @@ func TestRequestThresholdWithNothingToJudge(t *testing.T) {
 		pass                     bool
 		nothing                  string
 	}{
-		{"latency", "idle", "p95", "<", 100, false, `no call of request "idle" in scenario "s" was made`},
-		{"errors", "idle", "rate", "<", 0.01, false, `no call of request "idle" in scenario "s" was made`},
-		{"errors", "idle", "count", "==", 0, false, `no call of request "idle" in scenario "s" was made`},
-		{"checks", "idle", "rate", ">", 0.99, false, `no check of request "idle" in scenario "s" ran`},
+		{"latency", "idle", "p95", "<", 100, false, `no call of request "idle" of scenario "s" was made`},
+		{"errors", "idle", "rate", "<", 0.01, false, `no call of request "idle" of scenario "s" was made`},
+		{"errors", "idle", "count", "==", 0, false, `no call of request "idle" of scenario "s" was made`},
+		{"checks", "idle", "rate", ">", 0.99, false, `no check of request "idle" of scenario "s" ran`},
 		{"rps", "idle", "rate", "<", 100, true, ""},
 		{"amqp_nacked", "idle", "count", "==", 0, true, ""},
 		{"latency", "busy", "p95", "<", 100, true, ""},
