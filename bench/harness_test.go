@@ -41,7 +41,7 @@ func TestRunOnceChecksTheServersCount(t *testing.T) {
 	defer srv.stop()
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
-		t.Skip("no true on PATH")
+		t.Fatalf("true (coreutils) is not on PATH: %v", err)
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	get := func(path string, n int) error {
