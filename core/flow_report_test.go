@@ -555,7 +555,10 @@ func TestFlowReportEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if !live.snaps[len(live.snaps)-1].Final || len(live.snaps) < 5 {
+	// Snapshots come every 100 ms of a run of about 1 s, but a busy
+	// machine may run the ticker late and merge intervals: three still
+	// show figures added up over intervals, the last one final.
+	if !live.snaps[len(live.snaps)-1].Final || len(live.snaps) < 3 {
 		t.Errorf("%d snapshots, the last final %v", len(live.snaps), live.snaps[len(live.snaps)-1].Final)
 	}
 
