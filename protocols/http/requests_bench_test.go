@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net"
 	nethttp "net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -23,27 +21,33 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
-// benchServerEnv makes the test binary a loopback server instead of a test
-// run; see TestBenchServerProcess.
+// benchServerEnv makes the test binary the loopback server of
+// BenchmarkRequests instead of a test run (see TestMain), so that the
+// benchmark's process CPU time is the client's alone.
 const benchServerEnv = "HLOAD_HTTP_BENCH_SERVER"
 
-// TestBenchServerProcess is the loopback server of BenchmarkRequests when
-// the benchmark starts the test binary again with benchServerEnv set, so
-// that the benchmark's process CPU time is the client's alone. It answers
-// every request with 60 bytes, 400 when a request that says it carries
-// JSON does not, and GET /count with the requests it answered. It ends
-// when its standard input closes. Run as a test, it does nothing.
-func TestBenchServerProcess(t *testing.T) {
-	if os.Getenv(benchServerEnv) != "1" {
-		t.Skip("the loopback server of BenchmarkRequests; runs only when the benchmark starts it")
+func TestMain(m *testing.M) {
+	if os.Getenv(benchServerEnv) == "1" {
+		serveBench()
+		return
 	}
+	os.Exit(m.Run())
+}
+
+// serveBench answers every request with 60 bytes, 400 when a request that
+// says it carries JSON does not, and GET /count with the requests it
+// answered. It prints its address on stdout and ends when its standard
+// input closes.
+func serveBench() {
 	body := []byte("hload benchmark body: sixty bytes of payload, no more, ok!!\n")
 	var count, bad atomic.Int64
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		if r.URL.Path == "/count" {
@@ -64,34 +68,12 @@ func TestBenchServerProcess(t *testing.T) {
 	srv.Close()
 }
 
-// benchServer starts TestBenchServerProcess and returns its base URL and
-// a function that reads its counts: requests answered, and requests whose
-// JSON was not valid.
+// benchServer starts serveBench in a child process and returns its base
+// URL and a function that reads its counts: requests answered, and
+// requests whose JSON was not valid.
 func benchServer(b *testing.B) (string, func() (answered, bad int64)) {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchServerProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("bench server: %v", err)
-	}
-	base := "http://" + strings.TrimSpace(line)
+	base := "http://" + protocoltest.StartChild(b, benchServerEnv)
 	counts := func() (int64, int64) {
 		resp, err := nethttp.Get(base + "/count")
 		if err != nil {

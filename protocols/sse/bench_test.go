@@ -7,7 +7,6 @@ import (
 	"net"
 	nethttp "net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // idleServerEnv makes the test binary serve idle streams instead of
@@ -59,29 +59,7 @@ func serveIdle() {
 
 // startIdleServer runs serveIdle in a child process and returns its URL.
 func startIdleServer(b *testing.B) string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), idleServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	return "http://" + strings.TrimSpace(addr)
+	return "http://" + protocoltest.StartChild(b, idleServerEnv)
 }
 
 // rss returns this process's resident set size in bytes.
