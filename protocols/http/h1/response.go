@@ -1,0 +1,738 @@
+// Package h1 reads HTTP/1.1 responses and writes HTTP/1.1 requests for
+// hload's HTTP engine. It does no I/O of its own beyond the io.Reader it is
+// given, starts no goroutine and, in steady state, allocates nothing: a
+// response is parsed in place from one reused buffer, and its header fields
+// are slices of that buffer.
+//
+// Framing follows RFC 9112 section 6.3: interim (1xx) responses are
+// skipped, HEAD, 204 and 304 responses have no body, Transfer-Encoding
+// chunked wins over Content-Length, and a response with neither is read
+// until the server closes the connection.
+package h1
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Buffer sizes: a response head must fit in MaxHeader bytes.
+const (
+	InitialBuffer = 4 << 10
+	MaxHeader     = 64 << 10
+	// maxInterim bounds the interim (1xx) responses skipped before a final
+	// one, so that a server cannot keep a call reading them forever.
+	maxInterim = 16
+	// maxChunkLine bounds a chunk-size line with its extensions, as
+	// net/http does.
+	maxChunkLine = 4096
+)
+
+// Error is a malformed response: the call fails as a protocol error.
+type Error struct {
+	msg string
+	err error // what it wraps, if anything
+}
+
+func (e *Error) Error() string { return e.msg }
+func (e *Error) Unwrap() error { return e.err }
+
+func errorf(format string, args ...any) error { return &Error{msg: fmt.Sprintf(format, args...)} }
+
+// Encoding is a response's Content-Encoding, as far as hload decodes it.
+type Encoding uint8
+
+const (
+	Identity Encoding = iota
+	Gzip
+	Deflate
+	OtherEncoding // an encoding hload leaves as it is
+)
+
+// Field is one header field of a response; both slices point into the
+// reader's buffer and are valid until the body is read.
+type Field struct {
+	Name, Value []byte
+}
+
+// Response is the head of a response and how its body is framed.
+type Response struct {
+	Minor  int // 0 for HTTP/1.0, 1 for HTTP/1.1
+	Status int
+	// Reason is the reason phrase, copied out of the buffer.
+	Reason []byte
+	// Fields are the header fields, valid until the body is read.
+	Fields []Field
+	// ContentLength is the body's length, -1 when the response does not
+	// give one (chunked, or read until the server closes).
+	ContentLength int64
+	Chunked       bool
+	UntilClose    bool // the body ends when the server closes
+	NoBody        bool
+	// Close says the connection cannot carry another request after this
+	// response.
+	Close bool
+	// Location is the Location field, copied; nil when absent.
+	Location   []byte
+	Encoding   Encoding
+	SetCookies int // how many Set-Cookie fields
+	// Interim counts the 1xx responses skipped before this one.
+	Interim int
+}
+
+// Pool hands out read buffers, so that a connection that waits for no
+// response holds none.
+type Pool struct{ p sync.Pool }
+
+// get returns a buffer of InitialBuffer bytes; the pointer is what goes
+// back, so that putting it allocates nothing.
+func (p *Pool) get() *[]byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, InitialBuffer)
+	return &b
+}
+
+// Reader reads responses from one connection.
+type Reader struct {
+	src  io.Reader
+	pool *Pool
+	buf  []byte
+	// pooled is buf's pool entry; nil for a buffer of the reader's own
+	// (grown for a long head, or without a pool).
+	pooled *[]byte
+	r, w   int
+	// Read counts the bytes read from src, so that a caller can tell
+	// whether any byte of a response came.
+	Read int64
+}
+
+// NewReader returns a reader of src that takes its buffer from pool
+// (which may be nil) when it first needs one.
+func NewReader(src io.Reader, pool *Pool) *Reader {
+	return &Reader{src: src, pool: pool}
+}
+
+// Buffered returns the bytes read from the connection and not yet
+// consumed by a response.
+func (r *Reader) Buffered() int { return r.w - r.r }
+
+// Release gives the buffer back to the pool when it holds no unread byte,
+// so that an idle connection holds no buffer.
+func (r *Reader) Release() {
+	if r.pooled != nil && r.r == r.w {
+		r.pool.p.Put(r.pooled)
+		r.buf, r.pooled, r.r, r.w = nil, nil, 0, 0
+	}
+}
+
+// fill reads more bytes into the buffer, growing it up to MaxHeader
+// when it is full of unconsumed bytes.
+func (r *Reader) fill() error {
+	if r.buf == nil {
+		if r.pool != nil {
+			r.pooled = r.pool.get()
+			r.buf = *r.pooled
+		} else {
+			r.buf = make([]byte, InitialBuffer)
+		}
+	}
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+	}
+	if r.w == len(r.buf) {
+		switch {
+		case r.r > 0:
+			r.w = copy(r.buf, r.buf[r.r:r.w])
+			r.r = 0
+		case len(r.buf) < MaxHeader:
+			nb := make([]byte, min(2*len(r.buf), MaxHeader))
+			r.w = copy(nb, r.buf[r.r:r.w])
+			r.r = 0
+			r.buf, r.pooled = nb, nil
+		default:
+			return errFull
+		}
+	}
+	for range 100 {
+		n, err := r.src.Read(r.buf[r.w:])
+		r.w += n
+		r.Read += int64(n)
+		if n > 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return io.ErrNoProgress
+}
+
+var errFull = errors.New("buffer full")
+
+// WaitFirst blocks until at least one byte is buffered: the first byte of
+// a response, for a caller that times it.
+func (r *Reader) WaitFirst() error {
+	if r.r < r.w {
+		return nil
+	}
+	return r.fill()
+}
+
+// ReadHead reads a response's head into resp, skipping interim
+// responses, and leaves the reader at the start of the body. method is
+// the request's: a response to HEAD has no body.
+func (r *Reader) ReadHead(resp *Response, method string) error {
+	resp.Interim = 0
+	for {
+		end, err := r.headEnd()
+		if err != nil {
+			return err
+		}
+		head := r.buf[r.r : r.r+end]
+		if err := parseHead(head, resp, method == "HEAD"); err != nil {
+			return err
+		}
+		r.r += end
+		if resp.Status >= 100 && resp.Status < 200 {
+			if resp.Status == 101 {
+				return errorf("the server switched protocols (101) when hload did not ask it to")
+			}
+			resp.Interim++
+			if resp.Interim > maxInterim {
+				return errorf("the server sent more than %d interim (1xx) responses", maxInterim)
+			}
+			continue
+		}
+		return nil
+	}
+}
+
+// headEnd returns the length of the head at the start of the buffered
+// bytes, through its empty line, reading until it is whole.
+func (r *Reader) headEnd() (int, error) {
+	scanned := 0
+	for {
+		b := r.buf[r.r:r.w]
+		if i := headTerminator(b, scanned); i >= 0 {
+			return i, nil
+		}
+		if len(b) > 3 {
+			scanned = len(b) - 3
+		}
+		if r.w-r.r >= MaxHeader {
+			return 0, errorf("the response head is longer than %d bytes", MaxHeader)
+		}
+		if err := r.fill(); err != nil {
+			if err == errFull {
+				return 0, errorf("the response head is longer than %d bytes", MaxHeader)
+			}
+			if errors.Is(err, io.EOF) && r.w > r.r {
+				return 0, &Error{msg: fmt.Sprintf("the connection closed in the middle of the response head (%d bytes)", r.w-r.r), err: io.ErrUnexpectedEOF}
+			}
+			return 0, err
+		}
+	}
+}
+
+// headTerminator returns the index just past the blank line ending a
+// head in b, searching from from, or -1. A line ends with LF, with or
+// without CR.
+func headTerminator(b []byte, from int) int {
+	for i := from; i < len(b); i++ {
+		if b[i] != '\n' {
+			continue
+		}
+		j := i + 1
+		if j < len(b) && b[j] == '\n' {
+			return j + 1
+		}
+		if j+1 < len(b) && b[j] == '\r' && b[j+1] == '\n' {
+			return j + 2
+		}
+	}
+	return -1
+}
+
+// nextLine splits the first line off b, without its CRLF or LF.
+func nextLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return b, nil
+	}
+	line, rest = b[:i], b[i+1:]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, rest
+}
+
+// parseHead parses one response head, its final empty line included.
+func parseHead(head []byte, resp *Response, isHead bool) error {
+	line, rest := nextLine(head)
+	if err := parseStatusLine(line, resp); err != nil {
+		return err
+	}
+	resp.Fields = resp.Fields[:0]
+	resp.ContentLength = -1
+	resp.Chunked, resp.UntilClose, resp.NoBody, resp.Close = false, false, false, false
+	resp.Location = resp.Location[:0]
+	hasLocation := false
+	resp.Encoding = Identity
+	resp.SetCookies = 0
+	var (
+		hasTE, teChunked  bool
+		closeTok, keepTok bool
+	)
+	valStart := 0 // where the last field's value starts in head
+	for {
+		lineStart := len(head) - len(rest)
+		line, rest = nextLine(rest)
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			// obs-fold: RFC 9112 5.2 has a user agent replace it with
+			// spaces. The value is extended in place over the line end.
+			if len(resp.Fields) == 0 {
+				return errorf("malformed response header: the first field line %q begins with white space", clip(line))
+			}
+			f := &resp.Fields[len(resp.Fields)-1]
+			v := head[valStart : lineStart+len(line)]
+			for i, c := range v {
+				if c == '\r' || c == '\n' || c == '\t' {
+					v[i] = ' '
+				}
+			}
+			f.Value = bytes.Trim(v, " ")
+			if err := applyFolded(f); err != nil {
+				return err
+			}
+			continue
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return errorf("malformed response header line %q", clip(line))
+		}
+		// A name that is not a token, or a value with control
+		// characters, is kept as it is, as net/http does: only the
+		// fields that frame the response must be exact.
+		name := line[:colon]
+		valStart = lineStart + colon + 1
+		value := bytes.Trim(line[colon+1:], " \t")
+		resp.Fields = append(resp.Fields, Field{Name: name, Value: value})
+		switch {
+		case equalFold(name, "Content-Length"):
+			n, err := parseContentLength(value)
+			if err != nil {
+				return err
+			}
+			if resp.ContentLength >= 0 && n != resp.ContentLength {
+				return errorf("the response has conflicting Content-Length values %d and %d", resp.ContentLength, n)
+			}
+			resp.ContentLength = n
+		case equalFold(name, "Transfer-Encoding"):
+			hasTE = true
+			teChunked = lastTokenIs(value, "chunked")
+		case equalFold(name, "Connection"):
+			closeTok = closeTok || hasToken(value, "close")
+			keepTok = keepTok || hasToken(value, "keep-alive")
+		case equalFold(name, "Location"):
+			if !hasLocation {
+				resp.Location = append(resp.Location[:0], value...)
+				hasLocation = true
+			}
+		case equalFold(name, "Content-Encoding"):
+			resp.Encoding = encodingOf(value)
+		case equalFold(name, "Set-Cookie"):
+			resp.SetCookies++
+		}
+	}
+	if !hasLocation {
+		resp.Location = nil
+	}
+	resp.Close = closeTok || resp.Minor == 0 && !keepTok
+	switch {
+	case resp.Status >= 100 && resp.Status < 200, resp.Status == 204, resp.Status == 304, isHead:
+		resp.NoBody = true
+		resp.ContentLength = -1
+		if resp.Status == 204 || resp.Status == 304 || isHead {
+			resp.ContentLength = 0
+		}
+	case hasTE:
+		if resp.Minor == 0 {
+			return errorf("an HTTP/1.0 response with Transfer-Encoding: its framing cannot be trusted")
+		}
+		if resp.ContentLength >= 0 {
+			// RFC 9112 6.3: Transfer-Encoding wins; the connection is
+			// not trusted with another request after such a response.
+			resp.Close = true
+		}
+		resp.ContentLength = -1
+		if teChunked {
+			resp.Chunked = true
+		} else {
+			resp.UntilClose, resp.Close = true, true
+		}
+	case resp.ContentLength >= 0:
+	default:
+		resp.UntilClose, resp.Close = true, true
+	}
+	return nil
+}
+
+// applyFolded re-reads a field whose value an obs-fold extended, for the
+// fields that frame the response.
+func applyFolded(f *Field) error {
+	if equalFold(f.Name, "Content-Length") || equalFold(f.Name, "Transfer-Encoding") {
+		return errorf("the response folds its %s header over lines", f.Name)
+	}
+	return nil
+}
+
+func parseStatusLine(line []byte, resp *Response) error {
+	// HTTP/1.x SP 3DIGIT [SP reason]; more spaces after the version are
+	// let through, as net/http does.
+	if len(line) < 9 || string(line[:7]) != "HTTP/1." || line[7] < '0' || line[7] > '9' || line[8] != ' ' {
+		return errorf("malformed status line %q", clip(line))
+	}
+	resp.Minor = int(line[7] - '0')
+	rest := bytes.TrimLeft(line[9:], " ")
+	if len(rest) < 3 {
+		return errorf("malformed status code in %q", clip(line))
+	}
+	d := rest[:3]
+	if d[0] < '0' || d[0] > '9' || d[1] < '0' || d[1] > '9' || d[2] < '0' || d[2] > '9' {
+		return errorf("malformed status code in %q", clip(line))
+	}
+	resp.Status = int(d[0]-'0')*100 + int(d[1]-'0')*10 + int(d[2]-'0')
+	reason := rest[3:]
+	if len(reason) > 0 {
+		if reason[0] != ' ' {
+			return errorf("malformed status line %q", clip(line))
+		}
+		reason = reason[1:]
+	}
+	resp.Reason = append(resp.Reason[:0], reason...)
+	return nil
+}
+
+func parseContentLength(v []byte) (int64, error) {
+	// A list of identical values ("5, 5") stands for one, RFC 9110 8.6.
+	var n int64 = -1
+	for len(v) > 0 {
+		var item []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			item, v = bytes.Trim(v[:i], " \t"), v[i+1:]
+		} else {
+			item, v = bytes.Trim(v, " \t"), nil
+		}
+		m, ok := parseDecimal(item)
+		if !ok {
+			return 0, errorf("bad Content-Length %q", clip(item))
+		}
+		if n >= 0 && m != n {
+			return 0, errorf("the response has conflicting Content-Length values %d and %d", n, m)
+		}
+		n = m
+	}
+	if n < 0 {
+		return 0, errorf("empty Content-Length")
+	}
+	return n, nil
+}
+
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// ReadBody reads resp's body, appending it to dst when keep is set, and
+// returns dst.
+func (r *Reader) ReadBody(resp *Response, dst []byte, keep bool) ([]byte, error) {
+	switch {
+	case resp.NoBody:
+		return dst, nil
+	case resp.Chunked:
+		return r.readChunked(dst, keep)
+	case resp.UntilClose:
+		return r.readUntilClose(dst, keep)
+	default:
+		return r.readN(dst, keep, resp.ContentLength, resp.ContentLength)
+	}
+}
+
+// readN reads n bytes of a body of total bytes.
+func (r *Reader) readN(dst []byte, keep bool, n, total int64) ([]byte, error) {
+	for n > 0 {
+		if r.r == r.w {
+			if keep && n >= int64(len(r.buf)) {
+				// A long body goes straight into dst.
+				dst = grow(dst, n)
+				m, err := r.src.Read(dst[len(dst):cap(dst)][:min(int64(cap(dst)-len(dst)), n)])
+				r.Read += int64(m)
+				dst = dst[:len(dst)+m]
+				n -= int64(m)
+				if m == 0 && err != nil {
+					return dst, truncated(err, total-n, total)
+				}
+				continue
+			}
+			if err := r.fill(); err != nil {
+				return dst, truncated(err, total-n, total)
+			}
+		}
+		k := min(int64(r.w-r.r), n)
+		if keep {
+			dst = append(dst, r.buf[r.r:r.r+int(k)]...)
+		}
+		r.r += int(k)
+		n -= k
+	}
+	return dst, nil
+}
+
+func grow(b []byte, n int64) []byte {
+	if int64(cap(b)-len(b)) >= n || cap(b)-len(b) >= 64<<10 {
+		return b
+	}
+	want := len(b) + int(min(n, 1<<20))
+	nb := make([]byte, len(b), want)
+	copy(nb, b)
+	return nb
+}
+
+func truncated(err error, got, total int64) error {
+	if errors.Is(err, io.EOF) {
+		if total < 0 {
+			return &Error{msg: fmt.Sprintf("the connection closed in the middle of a chunked body, after %d bytes", got), err: io.ErrUnexpectedEOF}
+		}
+		return &Error{msg: fmt.Sprintf("the connection closed after %d of the body's %d bytes (Content-Length)", got, total), err: io.ErrUnexpectedEOF}
+	}
+	return err
+}
+
+func (r *Reader) readUntilClose(dst []byte, keep bool) ([]byte, error) {
+	for {
+		if r.r < r.w {
+			if keep {
+				dst = append(dst, r.buf[r.r:r.w]...)
+			}
+			r.r = r.w
+		}
+		if err := r.fill(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return dst, nil
+			}
+			return dst, err
+		}
+	}
+}
+
+// line returns the next line of the buffered bytes, without its line end,
+// reading until it is whole; it is valid until the next read.
+func (r *Reader) line(max int, what string) ([]byte, error) {
+	scanned := 0
+	for {
+		b := r.buf[r.r:r.w]
+		if i := bytes.IndexByte(b[scanned:], '\n'); i >= 0 {
+			line := b[:scanned+i]
+			r.r += scanned + i + 1
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			return line, nil
+		}
+		scanned = len(b)
+		if len(b) >= max {
+			return nil, errorf("%s is longer than %d bytes", what, max)
+		}
+		if r.buf != nil && r.r > 0 && r.w == len(r.buf) {
+			r.w = copy(r.buf, r.buf[r.r:r.w])
+			r.r = 0
+		}
+		if err := r.fill(); err != nil {
+			if err == errFull {
+				return nil, errorf("%s is longer than %d bytes", what, max)
+			}
+			if errors.Is(err, io.EOF) {
+				return nil, &Error{msg: fmt.Sprintf("the connection closed in the middle of a chunked body's %s", what), err: io.ErrUnexpectedEOF}
+			}
+			return nil, err
+		}
+	}
+}
+
+func (r *Reader) readChunked(dst []byte, keep bool) ([]byte, error) {
+	var got int64
+	for {
+		if r.buf == nil || r.r == r.w {
+			if err := r.fill(); err != nil {
+				return dst, truncated(err, got, -1)
+			}
+		}
+		line, err := r.line(maxChunkLine, "chunk-size line")
+		if err != nil {
+			return dst, err
+		}
+		size, err := parseChunkSize(line)
+		if err != nil {
+			return dst, err
+		}
+		if size == 0 {
+			break
+		}
+		n := len(dst)
+		if dst, err = r.readN(dst, keep, size, -1); err != nil {
+			return dst, err
+		}
+		got += int64(len(dst) - n)
+		// The chunk's data ends with CRLF.
+		for r.w-r.r < 2 {
+			if err := r.fill(); err != nil {
+				return dst, truncated(err, got, -1)
+			}
+		}
+		if r.buf[r.r] != '\r' || r.buf[r.r+1] != '\n' {
+			return dst, errorf("malformed chunked body: a chunk's data does not end with CRLF")
+		}
+		r.r += 2
+	}
+	// Trailer fields, then an empty line.
+	total := 0
+	for {
+		line, err := r.line(MaxHeader, "trailer section")
+		if err != nil {
+			return dst, err
+		}
+		if len(line) == 0 {
+			return dst, nil
+		}
+		total += len(line)
+		if total > MaxHeader {
+			return dst, errorf("the trailer section is longer than %d bytes", MaxHeader)
+		}
+		if i := bytes.IndexByte(line, ':'); i <= 0 {
+			return dst, errorf("malformed trailer line %q", clip(line))
+		}
+	}
+}
+
+func parseChunkSize(line []byte) (int64, error) {
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = line[:i] // chunk extensions, ignored
+	}
+	line = bytes.TrimRight(line, " \t")
+	if len(line) == 0 || len(line) > 15 {
+		return 0, errorf("bad chunk size %q", clip(line))
+	}
+	var n int64
+	for _, c := range line {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, errorf("bad chunk size %q", clip(line))
+		}
+		n = n<<4 | int64(c)
+	}
+	return n, nil
+}
+
+func encodingOf(v []byte) Encoding {
+	switch {
+	case len(v) == 0 || equalFold(v, "identity"):
+		return Identity
+	case equalFold(v, "gzip") || equalFold(v, "x-gzip"):
+		return Gzip
+	case equalFold(v, "deflate"):
+		return Deflate
+	}
+	return OtherEncoding
+}
+
+// equalFold compares an ASCII header name or token without case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
+
+// hasToken reports whether the comma-separated list v holds tok.
+func hasToken(v []byte, tok string) bool {
+	for len(v) > 0 {
+		var item []byte
+		if i := bytes.IndexByte(v, ','); i >= 0 {
+			item, v = v[:i], v[i+1:]
+		} else {
+			item, v = v, nil
+		}
+		if equalFold(bytes.Trim(item, " \t"), tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastTokenIs reports whether the last item of the list v is tok.
+func lastTokenIs(v []byte, tok string) bool {
+	if i := bytes.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
+	}
+	return equalFold(bytes.Trim(v, " \t"), tok)
+}
+
+// isToken reports whether b is an RFC 9110 token.
+func isToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		switch c {
+		case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// clip shortens what an error message quotes.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..."
+	}
+	return string(b)
+}
