@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/http/h1"
 )
 
 // Client executes calls against one HTTP target. Each VU gets its own
@@ -32,6 +34,9 @@ type Client struct {
 	// sparse holds VUs whose ids are too large for the table, so that a
 	// stray huge id cannot make the table allocate gigabytes.
 	sparse sync.Map
+	// pool holds the engine's read buffers: a connection holds one only
+	// while a response is read.
+	pool h1.Pool
 }
 
 var (
@@ -114,26 +119,69 @@ func (c *Client) Close() error {
 	if t != nil {
 		for i := range t.slots {
 			if v := t.slots[i].Load(); v != nil {
-				v.transport.CloseIdleConnections()
+				v.closeIdle()
 			}
 		}
 	}
 	c.sparse.Range(func(_, v any) bool {
-		v.(*vu).transport.CloseIdleConnections()
+		v.(*vu).closeIdle()
 		return true
 	})
 	return nil
+}
+
+// closeIdle closes the VU's connections unless a call is in flight.
+func (v *vu) closeIdle() {
+	if !v.busy.TryLock() {
+		return
+	}
+	defer v.busy.Unlock()
+	v.closeAll()
+	if v.transport != nil {
+		v.transport.CloseIdleConnections()
+	}
 }
 
 // vu is one virtual user's HTTP state. Do is never called concurrently for
 // one VU, so everything here but the byte counters and the call state's
 // trace marks belongs to the goroutine running the VU's current call.
 type vu struct {
-	cfg       *targetConfig
-	wire      wire
+	cfg    *targetConfig
+	wire   wire
+	dialer *dialer
+	jar    lazyJar
+	// busy is held during a call, so that Close leaves a call's
+	// connections alone.
+	busy sync.Mutex
+
+	// The engine's state (engine.go): the keep-alive connections to the
+	// target, used in turn, and one to another host a redirect led to.
+	conns []*h1conn
+	next  int
+	away  *h1conn
+	// active is the connection of the call in flight, for the hook that
+	// ends it when the run ends; watched is the context that hook is
+	// registered with.
+	active   atomic.Pointer[h1conn]
+	watched  context.Context
+	unwatch  func() bool
+	watchMu  sync.Mutex
+	watchGen uint64
+	resp     h1.Response
+	wbuf     []byte // a request rendered per call
+	// src, gz, zl and decoded decode a compressed body a check reads.
+	src     bytes.Reader
+	gz      *gzip.Reader
+	zl      io.ReadCloser
+	decoded bytes.Buffer
+	// served counts the responses the engine read, for tests.
+	served int64
+
+	// h2 says the target negotiated HTTP/2: the VU's calls go through
+	// net/http's transport, set up then.
+	h2        bool
 	transport *nethttp.Transport
 	client    nethttp.Client
-	jar       lazyJar
 
 	// call holds what the transport's goroutines may touch during a call.
 	// It is reused only when the previous call provably left none of them
@@ -147,12 +195,13 @@ type vu struct {
 	rendered rendered
 	scratch  scratch
 	// body holds the response body when a check needs it.
-	body bytes.Buffer
+	body []byte
 	// pending is a response the client is to take as its first hop's,
 	// because send made that hop itself; see replay.
 	pending *nethttp.Response
 	// lastEnd is when the VU's previous call ended.
 	lastEnd time.Time
+	check   func(*nethttp.Request, []*nethttp.Request) error
 }
 
 // idlePeek is the pause after which a call's first write on a connection
@@ -215,8 +264,18 @@ func (r *replay) RoundTrip(req *nethttp.Request) (*nethttp.Response, error) {
 }
 
 func newVU(cfg *targetConfig, check func(*nethttp.Request, []*nethttp.Request) error) *vu {
-	v := &vu{cfg: cfg}
-	d := newDialer(cfg, &v.wire)
+	v := &vu{cfg: cfg, check: check}
+	v.dialer = newDialer(cfg, &v.wire)
+	v.conns = make([]*h1conn, cfg.connsPerVU)
+	return v
+}
+
+// initNetHTTP sets up the VU's net/http transport, for HTTP/2.
+func (v *vu) initNetHTTP() {
+	if v.transport != nil {
+		return
+	}
+	cfg, d := v.cfg, v.dialer
 	protos := new(nethttp.Protocols)
 	protos.SetHTTP1(true)
 	h2 := cfg.http2 && cfg.base.Scheme == "https"
@@ -236,9 +295,8 @@ func newVU(cfg *targetConfig, check func(*nethttp.Request, []*nethttp.Request) e
 		// wire bytes and the server does not pay for compression.
 		DisableCompression: true,
 	}
-	v.client = nethttp.Client{Transport: (*replay)(v), Jar: &v.jar, CheckRedirect: check}
+	v.client = nethttp.Client{Transport: (*replay)(v), Jar: &v.jar, CheckRedirect: v.check}
 	v.call = newCallState()
-	return v
 }
 
 // callState is what the transport's goroutines write during a call: the
@@ -381,6 +439,8 @@ func (c *Client) Prepare(request cty.Value) (any, error) {
 	if err := render(c.cfg, request, &p.rendered, &scratch{}); err != nil {
 		return nil, err
 	}
+	h := firstHop(&p.rendered)
+	p.wire = appendRequest(nil, &h, "")
 	return p, nil
 }
 
@@ -397,7 +457,8 @@ func (c *Client) requestOf(v *vu, call protocols.Call) (*rendered, error) {
 func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	start := time.Now()
 	v := c.vu(call.VU)
-	st := v.call
+	v.busy.Lock()
+	defer v.busy.Unlock()
 
 	rd, err := c.requestOf(v, call)
 	if err != nil {
@@ -406,6 +467,50 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 			Error: protocols.ErrProtocol, Message: err.Error()})
 		return
 	}
+	if !v.h2 {
+		sent, received := v.wire.sent.Load(), v.wire.received.Load()
+		var out outcome
+		err := c.doH1(ctx, v, call, rd, start, &out)
+		v.active.Store(nil)
+		if err == nil {
+			end := time.Now()
+			v.lastEnd = end
+			if out.newConn {
+				emit(protocols.Sample{Metric: protocols.MetricConnect, Time: out.connected, Value: out.connect})
+			}
+			if out.ttfb > 0 {
+				emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: start.Add(out.ttfb), Value: out.ttfb, Status: out.status})
+			}
+			emit(protocols.Sample{
+				Metric:        protocols.MetricRequest,
+				Time:          end,
+				Value:         end.Sub(start),
+				Status:        out.status,
+				Error:         out.kind,
+				Message:       out.msg,
+				BytesSent:     v.wire.sent.Load() - sent,
+				BytesReceived: v.wire.received.Load() - received,
+				Body:          out.body,
+				Headers:       out.headers,
+			})
+			if cap(v.body) > maxKeptBody {
+				v.body = nil
+			}
+			if v.decoded.Cap() > maxKeptBody {
+				v.decoded = bytes.Buffer{}
+			}
+			return
+		}
+		// errHTTP2: nothing was sent; the call goes through net/http on
+		// the connection the engine opened.
+	}
+	c.doNetHTTP(ctx, v, call, rd, start, emit)
+}
+
+// doNetHTTP makes the call through net/http, for a target that speaks
+// HTTP/2.
+func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *rendered, start time.Time, emit func(protocols.Sample)) {
+	st := v.call
 	req, opt := v.request(rd, st.header), rd.opt
 
 	rctx, cancel := context.WithTimeout(ctx, opt.timeout)
@@ -430,9 +535,10 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		}
 		if err == nil {
 			if call.KeepBody {
-				v.body.Reset()
-				_, err = v.body.ReadFrom(resp.Body)
-				body = v.body.Bytes()
+				buf := bytes.NewBuffer(v.body[:0])
+				_, err = buf.ReadFrom(resp.Body)
+				v.body = buf.Bytes()
+				body = v.body
 			} else {
 				_, err = io.Copy(io.Discard, resp.Body)
 			}
@@ -472,7 +578,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		Body:          body,
 		Headers:       headers,
 	})
-	if v.body.Cap() > maxKeptBody {
-		v.body = bytes.Buffer{}
+	if cap(v.body) > maxKeptBody {
+		v.body = nil
 	}
 }

@@ -216,6 +216,9 @@ type dialer struct {
 	tls     *tls.Config // nil for an http target
 	timeout time.Duration
 	wire    *wire
+	// pending is an HTTP/2 connection the engine opened, for the
+	// transport's next dial to take.
+	pending atomic.Pointer[tls.Conn]
 }
 
 func newDialer(cfg *targetConfig, w *wire) *dialer {
@@ -274,6 +277,9 @@ func (d *dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 // itself, so the handshake is timed with the connect and its bytes are
 // counted; the transport picks HTTP/2 from the negotiated protocol.
 func (d *dialer) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if tc := d.pending.Swap(nil); tc != nil {
+		return tc, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	c, err := d.dial(ctx, network, addr)

@@ -157,6 +157,9 @@ type targetConfig struct {
 	maxRedirects int
 	http2        bool
 	connsPerVU   int
+	// baseKey is scheme://host:port of base_url: the key of the
+	// connections to the target.
+	baseKey string
 	// expected is the statuses a response may have and succeed; when
 	// unset, a status below 400 succeeds.
 	expected statusSet
@@ -197,6 +200,7 @@ func parseTarget(target cty.Value) (*targetConfig, error) {
 		auth := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pass))
 		cfg.headers = append(cfg.headers, header{key: "Authorization", vals: []string{"Basic " + auth}})
 	}
+	cfg.baseKey = keyOf(u)
 	cfg.baseQuery = u.RawQuery
 	b := *u
 	b.RawQuery, b.ForceQuery, b.Fragment, b.RawFragment = "", false, "", ""

@@ -64,6 +64,9 @@ type scratch struct {
 type prepared struct {
 	client *Client // the client it was rendered for, with its target
 	rendered
+	// wire is the request as the engine writes it when the VU holds no
+	// cookie.
+	wire []byte
 }
 
 // render decodes a call's request values into out. It is the one decoder

@@ -1,0 +1,668 @@
+package http
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/http/h1"
+)
+
+// The engine is hload's own HTTP/1.1 client: it runs on the VU's goroutine
+// (the one calling Do), writes a request with one Write, and parses the
+// response from one reused buffer per connection. It starts no goroutine,
+// never sends a request twice, and allocates nothing per call for a
+// prepared request whose response nothing reads. HTTP/2 stays with
+// net/http; see docs/http.md.
+
+// h1conn is one keep-alive connection of a VU.
+type h1conn struct {
+	tcp  *countingConn
+	conn net.Conn // tcp, or TLS over it
+	rd   *h1.Reader
+	key  string // scheme://host:port
+	// answered says a response came on it: it is a reused connection.
+	answered bool
+}
+
+func (c *h1conn) close() {
+	c.conn.Close()
+}
+
+// longAgo is the deadline that makes a blocked read or write return at once.
+var longAgo = time.Unix(1, 0)
+
+// watch makes the end of ctx end the VU's call in flight, by setting a past
+// deadline on its connection: no goroutine per call. The hook is registered
+// once per distinct context, which for a VU is once per scenario. A hook
+// runs on a goroutine of its own, maybe late: the generation, checked
+// under watchMu, keeps the hook of a context the VU left from ending the
+// call of the next.
+func (v *vu) watch(ctx context.Context) {
+	if v.watched == ctx {
+		return
+	}
+	if v.unwatch != nil {
+		v.unwatch()
+	}
+	v.watchMu.Lock()
+	v.watchGen++
+	gen := v.watchGen
+	v.watchMu.Unlock()
+	v.watched = ctx
+	v.unwatch = context.AfterFunc(ctx, func() {
+		v.watchMu.Lock()
+		defer v.watchMu.Unlock()
+		if v.watchGen != gen {
+			return
+		}
+		if c := v.active.Load(); c != nil {
+			c.conn.SetDeadline(longAgo)
+		}
+	})
+}
+
+// use arms c for the call: its deadline, and the hook of the run's end.
+// It reports false when the run already ended.
+func (v *vu) use(ctx context.Context, c *h1conn, deadline time.Time) bool {
+	c.conn.SetDeadline(deadline)
+	v.active.Store(c)
+	// After the store: a context that ended before it is seen here, one
+	// that ends after it finds the connection.
+	return ctx.Err() == nil
+}
+
+// hop is one request of a call: the first, then one per followed redirect.
+type hop struct {
+	method  string
+	url     *url.URL
+	host    string // Host override, "" for the URL's
+	headers []header
+	body    string
+	hasBody bool
+	referer string
+	// strip drops the sensitive headers (a cross-domain redirect), and
+	// stripBody the headers of a body that was dropped.
+	strip, stripBody bool
+	key              string // scheme://host:port; "" for the target's
+}
+
+// appendTarget appends u's request-target in origin form.
+func appendTarget(dst []byte, u *url.URL) []byte {
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	dst = append(dst, p...)
+	if u.ForceQuery || u.RawQuery != "" {
+		dst = append(dst, '?')
+		dst = append(dst, u.RawQuery...)
+	}
+	return dst
+}
+
+var sensitiveHeaders = []string{"Authorization", "Www-Authenticate", "Cookie", "Cookie2", "Proxy-Authorization", "Proxy-Authenticate"}
+var bodyHeaders = []string{"Content-Encoding", "Content-Language", "Content-Location", "Content-Type"}
+
+func isOneOf(k string, list []string) bool {
+	for _, s := range list {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+// appendRequest renders h to dst, with cookie (the jar's, "" for none)
+// merged into its Cookie header.
+func appendRequest(dst []byte, h *hop, cookie string) []byte {
+	host := h.host
+	if host == "" {
+		host = h.url.Host
+	}
+	dst = append(dst, h.method...)
+	dst = append(dst, ' ')
+	dst = appendTarget(dst, h.url)
+	dst = append(dst, " HTTP/1.1\r\nHost: "...)
+	dst = append(dst, host...)
+	dst = append(dst, "\r\n"...)
+	for _, f := range h.headers {
+		if h.strip && isOneOf(f.key, sensitiveHeaders) || h.stripBody && isOneOf(f.key, bodyHeaders) {
+			continue
+		}
+		if f.key == "Cookie" && cookie != "" {
+			continue // merged below
+		}
+		if f.key == "Referer" && h.referer != "" {
+			continue
+		}
+		for _, val := range f.vals {
+			dst = h1.AppendField(dst, f.key, val)
+		}
+	}
+	if cookie != "" {
+		dst = append(dst, "Cookie: "...)
+		if !h.strip {
+			for _, f := range h.headers {
+				if f.key == "Cookie" && len(f.vals) > 0 {
+					dst = append(dst, strings.Join(f.vals, "; ")...)
+					dst = append(dst, "; "...)
+				}
+			}
+		}
+		dst = append(dst, cookie...)
+		dst = append(dst, "\r\n"...)
+	}
+	if h.referer != "" {
+		dst = h1.AppendField(dst, "Referer", h.referer)
+	}
+	if h1.SendsLength(h.method, h.hasBody, len(h.body)) {
+		dst = h1.AppendContentLength(dst, len(h.body))
+	}
+	dst = append(dst, "\r\n"...)
+	if h.hasBody {
+		dst = append(dst, h.body...)
+	}
+	return dst
+}
+
+// firstHop is the call's first request, as rd renders it.
+func firstHop(rd *rendered) hop {
+	return hop{method: rd.method, url: rd.url, host: rd.host, headers: rd.header, body: rd.body, hasBody: rd.hasBody}
+}
+
+// cookieHeader returns the Cookie value of the VU's jar for u, "" when the
+// jar is empty: no allocation until the server set a cookie.
+func (v *vu) cookieHeader(u *url.URL, host string) string {
+	if v.jar.jar == nil {
+		return ""
+	}
+	cs := v.jar.jar.Cookies(cookieURL(u, host))
+	if len(cs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(c.String())
+	}
+	return b.String()
+}
+
+// cookieURL is the URL whose cookies a request carries: as nethttp.Client
+// does, cookies belong to the Host header's host.
+func cookieURL(u *url.URL, host string) *url.URL {
+	if host == "" || host == u.Host {
+		return u
+	}
+	c := *u
+	c.Host = host
+	return &c
+}
+
+// keyOf returns scheme://host:port for u, the key of its connections.
+func keyOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port)
+}
+
+// addrOf splits a key into its scheme and address.
+func addrOf(key string) (scheme, addr string) {
+	scheme, addr, _ = strings.Cut(key, "://")
+	return scheme, addr
+}
+
+// conn returns a connection for h: slot's connection to the target, or the
+// VU's one connection to another host. A connection that the server closed
+// while the VU paused is seen by a peek and replaced before anything is
+// written on it. h2 is a new TLS connection that negotiated HTTP/2.
+func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, deadline time.Time) (cn *h1conn, h2 *tls.Conn, err error) {
+	key := h.key
+	var ref **h1conn
+	if key == "" {
+		key = c.cfg.baseKey
+		ref = &v.conns[slot]
+	} else {
+		ref = &v.away
+	}
+	if cn = *ref; cn != nil && cn.key != key {
+		cn.close()
+		*ref, cn = nil, nil
+	}
+	if cn != nil && idle && cn.tcp.guard.tcp != nil && peerClosed(cn.tcp.guard.tcp) {
+		cn.close()
+		*ref, cn = nil, nil
+	}
+	if cn != nil {
+		return cn, nil, nil
+	}
+	cn, h2, err = c.dial(ctx, v, key, deadline, h.key == "")
+	if err != nil || h2 != nil {
+		return nil, h2, err
+	}
+	*ref = cn
+	return cn, nil, nil
+}
+
+// dial opens a connection for key. On the target's own host, an https
+// target with http2 on offers h2 too; the connection is returned as h2
+// when the server chose it.
+func (c *Client) dial(ctx context.Context, v *vu, key string, deadline time.Time, target bool) (*h1conn, *tls.Conn, error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	scheme, addr := addrOf(key)
+	tcp, err := v.dialer.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cn := &h1conn{tcp: tcp, conn: tcp, key: key}
+	if scheme == "https" {
+		cfg := v.dialer.tls.Clone()
+		cfg.NextProtos = []string{"http/1.1"}
+		if target && c.cfg.http2 {
+			cfg.NextProtos = []string{"h2", "http/1.1"}
+		}
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+		begin := time.Now()
+		tc := tls.Client(tcp, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			tcp.Close()
+			return nil, nil, err
+		}
+		tcp.connected = time.Now()
+		tcp.connect += tcp.connected.Sub(begin)
+		if tc.ConnectionState().NegotiatedProtocol == "h2" {
+			return nil, tc, nil
+		}
+		cn.conn = tc
+	}
+	cn.rd = h1.NewReader(cn.conn, &c.pool)
+	return cn, nil, nil
+}
+
+// drop closes cn and forgets it.
+func (v *vu) drop(cn *h1conn) {
+	cn.close()
+	if v.away == cn {
+		v.away = nil
+		return
+	}
+	for i := range v.conns {
+		if v.conns[i] == cn {
+			v.conns[i] = nil
+		}
+	}
+}
+
+// closeAll closes the VU's engine connections.
+func (v *vu) closeAll() {
+	for i, cn := range v.conns {
+		if cn != nil {
+			cn.close()
+			v.conns[i] = nil
+		}
+	}
+	if v.away != nil {
+		v.away.close()
+		v.away = nil
+	}
+}
+
+// outcome is what a call ends with.
+type outcome struct {
+	status    int
+	kind      protocols.ErrorKind
+	msg       string
+	ttfb      time.Duration
+	connect   time.Duration
+	connected time.Time
+	newConn   bool
+	headers   map[string][]string
+	body      []byte
+}
+
+// errHTTP2 says the call's new connection negotiated HTTP/2: the VU goes
+// over to net/http.
+var errHTTP2 = errors.New("the server chose HTTP/2")
+
+// doH1 makes the call through the engine. It returns errHTTP2, with nothing
+// sent, when the target turned out to speak HTTP/2.
+func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rendered, start time.Time, out *outcome) error {
+	deadline := start.Add(rd.opt.timeout)
+	v.watch(ctx)
+	idle := start.Sub(v.lastEnd) >= idlePeek
+	slot := v.next
+	if v.next++; v.next == len(v.conns) {
+		v.next = 0
+	}
+
+	h := firstHop(rd)
+	wire := v.firstWire(call, rd, &h)
+	resp := &v.resp
+	for hops := 0; ; hops++ {
+		var cn *h1conn
+		for attempt := 0; ; attempt++ {
+			var h2 *tls.Conn
+			var err error
+			cn, h2, err = c.conn(ctx, v, &h, slot, idle, deadline)
+			if h2 != nil {
+				v.handoff(h2)
+				return errHTTP2
+			}
+			if err != nil {
+				out.kind, out.msg = dialFailure(ctx, err, rd.opt.timeout)
+				return nil
+			}
+			if !cn.answered && cn.tcp.reported.CompareAndSwap(false, true) {
+				out.newConn = true
+				out.connect += cn.tcp.connect
+				out.connected = cn.tcp.connected
+			}
+			if !v.use(ctx, cn, deadline) {
+				v.drop(cn)
+				out.kind, out.msg = protocols.ErrInterrupted, "the run ended before the response"
+				return nil
+			}
+			n, err := cn.conn.Write(wire)
+			if err == nil {
+				break
+			}
+			v.drop(cn)
+			if n == 0 && cn.answered && attempt == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
+				// Nothing of the request was written on a reused
+				// connection: the server cannot have seen it, and a new
+				// connection carries it, once.
+				continue
+			}
+			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, n > 0, false, cn.answered)
+			return nil
+		}
+		read := cn.rd.Read
+		err := cn.rd.WaitFirst()
+		if err == nil {
+			out.ttfb = max(time.Since(start), 1)
+			err = cn.rd.ReadHead(resp, h.method)
+		}
+		if err != nil {
+			v.drop(cn)
+			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, cn.rd.Read > read, cn.answered)
+			return nil
+		}
+		v.served++
+		out.status = resp.Status
+		if resp.SetCookies > 0 {
+			v.setCookies(cookieURL(h.url, h.host), resp)
+		}
+		redirect := c.cfg.follow && len(resp.Location) > 0 && isRedirectStatus(resp.Status)
+		keep := !redirect && call.KeepBody
+		if !redirect && call.KeepHeaders {
+			out.headers = headerMap(resp)
+		}
+		v.body, err = cn.rd.ReadBody(resp, v.body[:0], keep)
+		if err != nil {
+			v.drop(cn)
+			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, true, cn.answered)
+			return nil
+		}
+		cn.answered = true
+		if resp.Close || cn.rd.Buffered() > 0 {
+			// Bytes past the response are not a response to anything.
+			v.drop(cn)
+		} else {
+			cn.rd.Release()
+		}
+		if !redirect {
+			if keep {
+				out.body = v.body
+			}
+			break
+		}
+		if hops+1 > c.cfg.maxRedirects {
+			out.kind, out.msg = protocols.ErrProtocol, fmt.Sprintf("%s %q: %v: stopped after %d", h.method, h.url.String(), errTooManyRedirects, c.cfg.maxRedirects)
+			return nil
+		}
+		next, err := nextHop(&h, resp, c.cfg.baseKey)
+		if err != nil {
+			out.kind, out.msg = protocols.ErrProtocol, err.Error()
+			return nil
+		}
+		h = next
+		v.wbuf = appendRequest(v.wbuf[:0], &h, v.cookieHeader(h.url, h.host))
+		wire = v.wbuf
+	}
+	if call.KeepBody && len(out.body) > 0 && (resp.Encoding == h1.Gzip || resp.Encoding == h1.Deflate) {
+		body, err := v.decode(out.body, resp.Encoding)
+		if err != nil {
+			out.kind, out.msg = protocols.ErrProtocol, err.Error()
+			out.body = nil
+			return nil
+		}
+		out.body = body
+	}
+	if rd.opt.expected.failed(out.status) {
+		out.kind, out.msg = statusKind(out.status), statusLine(out.status, resp.Reason, &rd.opt.expected)
+	}
+	return nil
+}
+
+// firstWire returns the bytes of the call's first request: the prepared
+// ones as they are, or rendered into the VU's buffer.
+func (v *vu) firstWire(call protocols.Call, rd *rendered, h *hop) []byte {
+	cookie := v.cookieHeader(h.url, h.host)
+	if p, ok := call.Prepared.(*prepared); ok && &p.rendered == rd && cookie == "" {
+		return p.wire
+	}
+	v.wbuf = appendRequest(v.wbuf[:0], h, cookie)
+	return v.wbuf
+}
+
+// isRedirectStatus reports the statuses nethttp.Client follows.
+func isRedirectStatus(s int) bool {
+	switch s {
+	case 301, 302, 303, 307, 308:
+		return true
+	}
+	return false
+}
+
+// nextHop is the request a redirect leads to, by nethttp.Client's rules:
+// 301, 302 and 303 turn a request other than GET or HEAD into a GET
+// without its body; 307 and 308 keep the method and the body; a Host
+// override stays only for a relative Location; sensitive headers are
+// dropped once a hop leaves the first request's domain.
+func nextHop(prev *hop, resp *h1.Response, baseKey string) (hop, error) {
+	loc := string(resp.Location)
+	u, err := prev.url.Parse(loc)
+	if err != nil {
+		return hop{}, fmt.Errorf("failed to parse Location header %q: %v", loc, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return hop{}, fmt.Errorf("a redirect to %q, which is not an http or https URL", loc)
+	}
+	next := hop{method: prev.method, url: u, headers: prev.headers, strip: prev.strip, stripBody: prev.stripBody}
+	if prev.host != "" && prev.host != prev.url.Host {
+		if l, _ := url.Parse(loc); l != nil && !l.IsAbs() {
+			next.host = prev.host
+		}
+	}
+	switch resp.Status {
+	case 301, 302, 303:
+		if prev.method != "GET" && prev.method != "HEAD" {
+			next.method = "GET"
+		}
+		next.stripBody = true
+	default:
+		next.body, next.hasBody = prev.body, prev.hasBody
+	}
+	if !next.strip && prev.url.Host != u.Host && !isDomainOrSubdomain(u.Hostname(), prev.url.Hostname()) {
+		next.strip = true
+	}
+	if !(prev.url.Scheme == "https" && u.Scheme == "http") {
+		r := *prev.url
+		r.User = nil
+		next.referer = r.String()
+	}
+	if k := keyOf(u); k != baseKey {
+		next.key = k
+	}
+	return next, nil
+}
+
+// isDomainOrSubdomain is nethttp's rule for keeping credentials on a
+// redirect: sub is parent or one of its subdomains.
+func isDomainOrSubdomain(sub, parent string) bool {
+	if sub == parent {
+		return true
+	}
+	if strings.ContainsAny(sub, ":%") {
+		return false
+	}
+	return strings.HasSuffix(sub, parent) && sub[len(sub)-len(parent)-1] == '.'
+}
+
+// setCookies stores the Set-Cookie fields of resp in the VU's jar.
+func (v *vu) setCookies(u *url.URL, resp *h1.Response) {
+	var cs []*nethttp.Cookie
+	for _, f := range resp.Fields {
+		if !bytes.EqualFold(f.Name, []byte("Set-Cookie")) {
+			continue
+		}
+		if ck, err := nethttp.ParseSetCookie(string(f.Value)); err == nil {
+			cs = append(cs, ck)
+		}
+	}
+	if len(cs) > 0 {
+		v.jar.SetCookies(u, cs)
+	}
+}
+
+// headerMap returns resp's fields as net/http would: canonical keys, the
+// values in order.
+func headerMap(resp *h1.Response) map[string][]string {
+	h := make(map[string][]string, len(resp.Fields))
+	for _, f := range resp.Fields {
+		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
+		h[k] = append(h[k], string(f.Value))
+	}
+	return h
+}
+
+// decode returns body decoded from enc, into the VU's reused buffer and
+// readers.
+func (v *vu) decode(body []byte, enc h1.Encoding) ([]byte, error) {
+	v.src.Reset(body)
+	var r io.Reader
+	name := "gzip"
+	switch enc {
+	case h1.Gzip:
+		if v.gz == nil {
+			gz, err := gzip.NewReader(&v.src)
+			if err != nil {
+				return nil, fmt.Errorf("the response's gzip body could not be decoded: %v", err)
+			}
+			v.gz = gz
+		} else if err := v.gz.Reset(&v.src); err != nil {
+			return nil, fmt.Errorf("the response's gzip body could not be decoded: %v", err)
+		}
+		r = v.gz
+	default:
+		name = "deflate"
+		if v.zl == nil {
+			zl, err := zlib.NewReader(&v.src)
+			if err != nil {
+				return nil, fmt.Errorf("the response's deflate body could not be decoded: %v", err)
+			}
+			v.zl = zl
+		} else if err := v.zl.(zlib.Resetter).Reset(&v.src, nil); err != nil {
+			return nil, fmt.Errorf("the response's deflate body could not be decoded: %v", err)
+		}
+		r = v.zl
+	}
+	v.decoded.Reset()
+	if _, err := v.decoded.ReadFrom(r); err != nil {
+		return nil, fmt.Errorf("the response's %s body could not be decoded: %v", name, err)
+	}
+	return v.decoded.Bytes(), nil
+}
+
+// handoff gives an HTTP/2 connection to the VU's net/http transport, which
+// takes it as its first dial; the VU's calls go through net/http from now.
+func (v *vu) handoff(tc *tls.Conn) {
+	v.h2 = true
+	v.initNetHTTP()
+	v.dialer.pending.Store(tc)
+}
+
+// dialFailure classifies a failure to connect: nothing was sent.
+func dialFailure(ctx context.Context, err error, timeout time.Duration) (protocols.ErrorKind, string) {
+	if ctx.Err() != nil {
+		return protocols.ErrInterrupted, "the run ended before the response"
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return protocols.ErrTimeout, fmt.Sprintf("no response within the timeout of %v: %v", timeout, err)
+	}
+	return protocols.NetErrorKind(err), err.Error()
+}
+
+// failure classifies a call that failed on its connection. wrote says a
+// byte of the request may be on the wire, got that a byte of the response
+// came, reused that the connection had answered before.
+func failure(ctx context.Context, err error, timeout time.Duration, wrote, got, reused bool) (protocols.ErrorKind, string) {
+	if ctx.Err() != nil {
+		return protocols.ErrInterrupted, "the run ended before the response"
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return protocols.ErrTimeout, fmt.Sprintf("no response within the timeout of %v", timeout)
+	}
+	var pe *h1.Error
+	if errors.As(err, &pe) {
+		return protocols.ErrProtocol, "malformed response: " + err.Error()
+	}
+	if wrote && !got {
+		switch k := protocols.NetErrorKind(err); {
+		case errors.Is(err, io.EOF) && reused:
+			return protocols.ErrIdleClosed, "the server closed the keep-alive connection before any response: " + err.Error()
+		case k == protocols.ErrReset || k == protocols.ErrProtocol:
+			return protocols.ErrReset, "the connection failed after the request was sent, before any response: " + err.Error()
+		default:
+			return k, err.Error()
+		}
+	}
+	return protocols.NetErrorKind(err), err.Error()
+}
+
+// statusLine says why a response failed: its status line, and the
+// statuses that were expected when the request or target listed them.
+func statusLine(status int, reason []byte, expected *statusSet) string {
+	s := fmt.Sprintf("%d", status)
+	if len(reason) > 0 {
+		s += " " + string(reason)
+	}
+	if !expected.set {
+		return s
+	}
+	return s + ", which expected_status does not list"
+}
