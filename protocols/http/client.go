@@ -546,11 +546,23 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 		}
 	}
 	v.wire.inflight.Store(nil)
+	var decodeErr error
+	if err == nil && len(body) > 0 {
+		// As the engine does: checks and captures read the decoded body.
+		switch enc := h1.EncodingOf([]byte(resp.Header.Get("Content-Encoding"))); enc {
+		case h1.Gzip, h1.Deflate:
+			if body, decodeErr = v.decode(body, enc); decodeErr != nil {
+				body = nil
+			}
+		}
+	}
 	end := time.Now()
 	v.lastEnd = end
 
 	kind, msg := protocols.ErrNone, ""
-	if err != nil {
+	if decodeErr != nil {
+		kind, msg = protocols.ErrProtocol, decodeErr.Error()
+	} else if err != nil {
 		kind, msg = classify(ctx, rctx, st, err, opt.timeout)
 	} else if opt.expected.failed(status) {
 		kind, msg = statusKind(status), statusMessage(resp, &opt.expected)

@@ -346,7 +346,7 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 				hasLocation = true
 			}
 		case equalFold(name, "Content-Encoding"):
-			resp.Encoding = encodingOf(value)
+			resp.Encoding = EncodingOf(value)
 		case equalFold(name, "Set-Cookie"):
 			resp.SetCookies++
 		}
@@ -655,7 +655,8 @@ func parseChunkSize(line []byte) (int64, error) {
 	return n, nil
 }
 
-func encodingOf(v []byte) Encoding {
+// EncodingOf reads a Content-Encoding value.
+func EncodingOf(v []byte) Encoding {
 	switch {
 	case len(v) == 0 || equalFold(v, "identity"):
 		return Identity
