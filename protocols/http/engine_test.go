@@ -128,11 +128,18 @@ func TestEngineFraming(t *testing.T) {
 	}
 }
 
-// misbehaving starts a raw server that reads one request per connection
-// and answers with reply, then closes; it counts the requests it read.
+// misbehaving starts a raw server that answers each request it reads with
+// reply, until reply or the client closes the connection; it counts the
+// requests it read and the connections it accepted.
 func misbehaving(t *testing.T, reply func(conn net.Conn)) (string, *atomic.Int64) {
-	var n atomic.Int64
+	url, n, _ := misbehavingConns(t, reply)
+	return url, n
+}
+
+func misbehavingConns(t *testing.T, reply func(conn net.Conn)) (string, *atomic.Int64, *atomic.Int64) {
+	var n, conns atomic.Int64
 	url := rawServer(t, func(conn net.Conn) {
+		conns.Add(1)
 		defer conn.Close()
 		br := bufio.NewReader(conn)
 		for {
@@ -145,7 +152,7 @@ func misbehaving(t *testing.T, reply func(conn net.Conn)) (string, *atomic.Int64
 			reply(conn)
 		}
 	})
-	return url, &n
+	return url, &n, &conns
 }
 
 // TestEngineMisbehavingServers checks that malformed responses fail the
@@ -160,32 +167,35 @@ func TestEngineMisbehavingServers(t *testing.T) {
 		reply func(net.Conn)
 		kind  protocols.ErrorKind
 		want  string // in the message, or the body when kind is ""
+		conns int64  // connections the server accepted for 3 calls; 0: not checked
 	}{
 		{"until close", func(conn net.Conn) {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\n\r\nall of it")
 			conn.Close()
-		}, "", "all of it"},
-		{"HTTP/1.0 without keep-alive", write("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"), "", "ok"},
+		}, "", "all of it", 3},
+		// The server would take another request; hload must not send it.
+		{"HTTP/1.0 without keep-alive", write("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"), "", "ok", 3},
+		{"HTTP/1.0 with keep-alive", write("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"), "", "ok", 1},
 		{"chunks in many small writes", func(conn net.Conn) {
 			for _, b := range []byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nT: 1\r\n\r\n") {
 				conn.Write([]byte{b})
 				time.Sleep(100 * time.Microsecond)
 			}
-		}, "", "abc0123456789abcdef"},
-		{"conflicting lengths", write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok"), protocols.ErrProtocol, "conflicting Content-Length"},
-		{"bad length", write("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\nok"), protocols.ErrProtocol, "bad Content-Length"},
-		{"bad chunk size", write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnope\r\n"), protocols.ErrProtocol, "bad chunk size"},
+		}, "", "abc0123456789abcdef", 1},
+		{"conflicting lengths", write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok"), protocols.ErrProtocol, "conflicting Content-Length", 0},
+		{"bad length", write("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\nok"), protocols.ErrProtocol, "bad Content-Length", 0},
+		{"bad chunk size", write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnope\r\n"), protocols.ErrProtocol, "bad chunk size", 0},
 		{"truncated body", func(conn net.Conn) {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
 			conn.Close()
-		}, protocols.ErrProtocol, "after 5 of the body's 100 bytes"},
-		{"101", write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"), protocols.ErrProtocol, "switched protocols"},
-		{"bad status line", write("HTTP/1.1 OK 200\r\n\r\n"), protocols.ErrProtocol, "malformed status"},
-		{"head too long", write("HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 70<<10) + "\r\n\r\n"), protocols.ErrProtocol, "longer than 65536 bytes"},
+		}, protocols.ErrProtocol, "after 5 of the body's 100 bytes", 0},
+		{"101", write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"), protocols.ErrProtocol, "switched protocols", 0},
+		{"bad status line", write("HTTP/1.1 OK 200\r\n\r\n"), protocols.ErrProtocol, "malformed status", 0},
+		{"head too long", write("HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("b", 70<<10) + "\r\n\r\n"), protocols.ErrProtocol, "longer than 65536 bytes", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			url, n := misbehaving(t, tc.reply)
+			url, n, conns := misbehavingConns(t, tc.reply)
 			c := open(t, New(), url, nil)
 			for i := range 3 {
 				began := time.Now()
@@ -202,6 +212,9 @@ func TestEngineMisbehavingServers(t *testing.T) {
 			}
 			if got := n.Load(); got != 3 {
 				t.Errorf("the server read %d requests for 3 calls", got)
+			}
+			if got := conns.Load(); tc.conns > 0 && got != tc.conns {
+				t.Errorf("the server accepted %d connections for 3 calls, want %d", got, tc.conns)
 			}
 		})
 	}
@@ -375,9 +388,9 @@ func TestCookieJarIsLazy(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, fmt.Sprintf("%s cookie=%q", r.URL.Path, r.Header["Cookie"]))
 		mu.Unlock()
-		if r.URL.Path == "/login" {
-			nethttp.SetCookie(w, &nethttp.Cookie{Name: "s", Value: "1", Path: "/"})
-			nethttp.SetCookie(w, &nethttp.Cookie{Name: "t", Value: "2", Path: "/"})
+		if r.URL.Path == "/app/login" {
+			nethttp.SetCookie(w, &nethttp.Cookie{Name: "s", Value: "1", Path: "/app"})
+			nethttp.SetCookie(w, &nethttp.Cookie{Name: "t", Value: "2", Path: "/app/cart"})
 		}
 	})
 	c := open(t, New(), srv.URL, nil)
@@ -385,9 +398,11 @@ func TestCookieJarIsLazy(t *testing.T) {
 	if c.(*Client).vu(1).jar.jar != nil {
 		t.Error("a jar before any Set-Cookie")
 	}
-	do(t, c, 1, path("/login"), false)
-	do(t, c, 1, path("/b"), false)
-	want := []string{`/a cookie=[]`, `/login cookie=[]`, `/b cookie=["s=1; t=2"]`}
+	for _, p := range []string{"/app/login", "/app/b", "/app/cart/1", "/other"} {
+		do(t, c, 1, path(p), false)
+	}
+	// The jar's order: the longer path first (RFC 6265 5.4).
+	want := []string{`/a cookie=[]`, `/app/login cookie=[]`, `/app/b cookie=["s=1"]`, `/app/cart/1 cookie=["t=2; s=1"]`, `/other cookie=[]`}
 	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the server saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
 	}
