@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,12 +30,62 @@ import (
 // benchmark's process CPU time is the client's alone.
 const benchServerEnv = "HLOAD_HTTP_BENCH_SERVER"
 
+// slowServerEnv makes the test binary the slow server of
+// BenchmarkWaitingVUs.
+const slowServerEnv = "HLOAD_HTTP_SLOW_SERVER"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(benchServerEnv) == "1" {
 		serveBench()
 		return
 	}
+	if os.Getenv(slowServerEnv) == "1" {
+		serveSlow()
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// serveSlow reads requests and answers none, but GET /held, which it
+// answers with the number of requests it holds. It prints its address on
+// stdout and ends when its standard input closes.
+func serveSlow() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var held atomic.Int64
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					r, err := nethttp.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if r.URL.Path == "/held" {
+						n := strconv.FormatInt(held.Load(), 10)
+						fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(n), n)
+						continue
+					}
+					held.Add(1)
+					io.Copy(io.Discard, conn) // until the client goes
+					held.Add(-1)
+					return
+				}
+			}()
+		}
+	}()
+	fmt.Println(ln.Addr().String())
+	io.Copy(io.Discard, os.Stdin)
+	ln.Close()
 }
 
 // serveBench answers every request with 60 bytes, 400 when a request that
@@ -365,4 +416,153 @@ scenario "s" {
 			}
 		})
 	}
+}
+
+// BenchmarkEngineVsNetHTTP measures the engine against net/http's
+// Transport on the same keep-alive GET to the same server, in one run:
+// the server runs in a process of its own, so ns/op, allocs/op and
+// cpu-ns/request are the client's alone. engine is Client.Do with the
+// request prepared, as the core makes it, samples and all; net-http is a
+// bare RoundTrip loop that reads the body, with nothing measured.
+func BenchmarkEngineVsNetHTTP(b *testing.B) {
+	base, _ := benchServer(b)
+	b.Run("engine", func(b *testing.B) {
+		c := open(b, New(), base, nil)
+		r := req(map[string]cty.Value{"path": cty.StringVal("/hello")})
+		p, err := c.(protocols.Preparer).Prepare(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		call := protocols.Call{VU: 1, Request: r, Prepared: p}
+		ctx := context.Background()
+		failed := 0
+		check := func(s protocols.Sample) {
+			if s.Metric == protocols.MetricRequest && (s.Error != "" || s.Status != 200) {
+				failed++
+			}
+		}
+		c.Do(ctx, call, check)
+		b.ReportAllocs()
+		cpu := processCPU(b)
+		b.ResetTimer()
+		for b.Loop() {
+			c.Do(ctx, call, check)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64((processCPU(b)-cpu).Nanoseconds())/float64(b.N), "cpu-ns/request")
+		if failed > 0 {
+			b.Fatalf("%d calls failed", failed)
+		}
+	})
+	b.Run("net-http", func(b *testing.B) {
+		tr := &nethttp.Transport{DisableCompression: true, MaxConnsPerHost: 1}
+		defer tr.CloseIdleConnections()
+		r, err := nethttp.NewRequest("GET", base+"/hello", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		one := func() {
+			resp, err := tr.RoundTrip(r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("status %d", resp.StatusCode)
+			}
+		}
+		one()
+		b.ReportAllocs()
+		cpu := processCPU(b)
+		b.ResetTimer()
+		for b.Loop() {
+			one()
+		}
+		b.StopTimer()
+		b.ReportMetric(float64((processCPU(b)-cpu).Nanoseconds())/float64(b.N), "cpu-ns/request")
+	})
+}
+
+// BenchmarkWaitingVUs measures what a VU costs while it waits on a
+// response: vus VUs each send a GET to a server (in a process of its own)
+// that holds every request, and once the server holds them all, the heap
+// and stacks in use, and the process's RSS, are compared with before the
+// VUs started. Run it with -benchtime 1x.
+func BenchmarkWaitingVUs(b *testing.B) {
+	const vus = 2000
+	base := "http://" + protocoltest.StartChild(b, slowServerEnv)
+	held := func() int64 {
+		resp, err := nethttp.Get(base + "/held")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		n, _ := strconv.ParseInt(string(raw), 10, 64)
+		return n
+	}
+	held() // net/http's own client set up outside the figures
+	for b.Loop() {
+		c := open(b, New(), base, map[string]cty.Value{"timeout": cty.StringVal("60s")})
+		r := req(map[string]cty.Value{"path": cty.StringVal("/wait")})
+		p, err := c.(protocols.Preparer).Prepare(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var interrupted atomic.Int64
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rss0 := rss(b)
+		done := make(chan struct{}, vus)
+		for vu := range uint64(vus) {
+			go func() {
+				c.Do(ctx, protocols.Call{VU: vu + 1, Request: r, Prepared: p}, func(s protocols.Sample) {
+					if s.Metric == protocols.MetricRequest && s.Error == protocols.ErrInterrupted {
+						interrupted.Add(1)
+					}
+				})
+				done <- struct{}{}
+			}()
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for held() < vus {
+			if time.Now().After(deadline) {
+				b.Fatalf("the server holds %d requests of %d after 30 s", held(), vus)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		rss1 := rss(b)
+		cancel()
+		for range vus {
+			<-done
+		}
+		if n := interrupted.Load(); n != vus {
+			b.Errorf("%d of %d calls ended as interrupted when the run ended", n, vus)
+		}
+		c.Close()
+		inUse := func(m *runtime.MemStats) float64 { return float64(m.HeapInuse + m.StackInuse) }
+		b.ReportMetric((inUse(&after)-inUse(&before))/vus, "heap+stack-B/VU")
+		b.ReportMetric(float64(rss1-rss0)/vus, "rss-B/VU")
+	}
+}
+
+// rss returns the process's resident set size in bytes, from /proc.
+func rss(b *testing.B) int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
