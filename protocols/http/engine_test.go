@@ -446,3 +446,44 @@ func TestRedirectToAnotherHost(t *testing.T) {
 		t.Errorf("connections: start %d, landing %d; want 1 and 2", start.conns.Load(), land.conns.Load())
 	}
 }
+
+// TestTTFBIsTheFinalResponses checks that the time to first byte is the
+// final response's, not an interim one's: a 103 that comes at once and a
+// 200 that comes 50 ms later give a ttfb of 50 ms or more.
+func TestTTFBIsTheFinalResponses(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	url, n := misbehaving(t, func(conn net.Conn) {
+		io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n")
+		time.Sleep(delay)
+		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	})
+	c := open(t, New(), url, nil)
+	res := do(t, c, 1, path("/"), true)
+	if res.request.Error != "" || res.body != "ok" || res.ttfb == nil || res.ttfb.Value < delay {
+		t.Errorf("%+v ttfb %v, want ok and a ttfb of at least %v", res.request, res.ttfb, delay)
+	}
+	if n.Load() != 1 {
+		t.Errorf("the server read %d requests for 1 call", n.Load())
+	}
+}
+
+// TestCompressedBodiesOverHTTP2 checks that checks and captures read a
+// gzip body decoded on the net/http path too.
+func TestCompressedBodiesOverHTTP2(t *testing.T) {
+	plain := strings.Repeat("hload compresses well. ", 1000)
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	io.WriteString(w, plain)
+	w.Close()
+	srv := newCountingServer(t, true, true, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gz.Bytes())
+	})
+	c := open(t, New(), srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+	for i := range 2 {
+		res := do(t, c, 1, req(map[string]cty.Value{"headers": strMap("Accept-Encoding", "gzip")}), true)
+		if res.request.Error != "" || res.body != plain || !c.(*Client).vu(1).h2 {
+			t.Errorf("call %d: %+v, body %d bytes, h2 %v; want %d decoded over HTTP/2", i, res.request, len(res.body), c.(*Client).vu(1).h2, len(plain))
+		}
+	}
+}

@@ -336,8 +336,9 @@ func processCPU(b *testing.B) time.Duration {
 // BenchmarkRender measures what Do spends on a request before sending it,
 // without the network: for each request of BenchmarkRequests, evaluating
 // it as the core does ("eval", the config's share, not this package's),
-// then rendering it ("render"), which a prepared request skips, and the
-// copy into the call's request that every call makes ("request").
+// then rendering it ("render"), which a prepared request skips, and
+// writing it out as the engine sends it ("request"), which a prepared
+// request makes once.
 func BenchmarkRender(b *testing.B) {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "users.csv"), []byte("email\nada@example.com\nbob@example.com\n"), 0o644); err != nil {
@@ -409,10 +410,10 @@ scenario "s" {
 			if err := render(cfg, values[0], &rd, &scratch{}); err != nil {
 				b.Fatal(err)
 			}
-			v := &vu{cfg: cfg}
-			h := make(nethttp.Header)
+			var wire []byte
 			for b.Loop() {
-				v.request(&rd, h)
+				h := firstHop(&rd)
+				wire = appendRequest(wire[:0], &h, "")
 			}
 		})
 	}

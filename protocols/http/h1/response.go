@@ -188,27 +188,43 @@ func (r *Reader) WaitFirst() error {
 func (r *Reader) ReadHead(resp *Response, method string) error {
 	resp.Interim = 0
 	for {
-		end, err := r.headEnd()
-		if err != nil {
+		if err := r.ReadHeadOnce(resp, method); err != nil {
 			return err
 		}
-		head := r.buf[r.r : r.r+end]
-		if err := parseHead(head, resp, method == "HEAD"); err != nil {
-			return err
+		if !IsInterim(resp.Status) {
+			return nil
 		}
-		r.r += end
-		if resp.Status >= 100 && resp.Status < 200 {
-			if resp.Status == 101 {
-				return errorf("the server switched protocols (101) when hload did not ask it to")
-			}
-			resp.Interim++
-			if resp.Interim > maxInterim {
-				return errorf("the server sent more than %d interim (1xx) responses", maxInterim)
-			}
-			continue
-		}
-		return nil
 	}
+}
+
+// IsInterim reports an interim (1xx) status, which a final response
+// follows.
+func IsInterim(status int) bool { return status >= 100 && status < 200 }
+
+// ReadHeadOnce reads one response head into resp: an interim one, which
+// it counts in resp.Interim and after which the caller reads the next, or
+// the final one. A caller that times the final response's first byte
+// reads the heads one at a time.
+func (r *Reader) ReadHeadOnce(resp *Response, method string) error {
+	end, err := r.headEnd()
+	if err != nil {
+		return err
+	}
+	head := r.buf[r.r : r.r+end]
+	if err := parseHead(head, resp, method == "HEAD"); err != nil {
+		return err
+	}
+	r.r += end
+	if IsInterim(resp.Status) {
+		if resp.Status == 101 {
+			return errorf("the server switched protocols (101) when hload did not ask it to")
+		}
+		resp.Interim++
+		if resp.Interim > maxInterim {
+			return errorf("the server sent more than %d interim (1xx) responses", maxInterim)
+		}
+	}
+	return nil
 }
 
 // headEnd returns the length of the head at the start of the buffered
