@@ -303,6 +303,25 @@ func (c *Client) dial(ctx context.Context, v *vu, key string, deadline time.Time
 	return cn, nil, nil
 }
 
+// readHead reads the head of the final response, through interim ones,
+// and times its first byte: the time to first byte is the final
+// response's, as a user waits for it.
+func (cn *h1conn) readHead(resp *h1.Response, method string, start time.Time, out *outcome) error {
+	resp.Interim = 0
+	for {
+		if err := cn.rd.WaitFirst(); err != nil {
+			return err
+		}
+		out.ttfb = max(time.Since(start), 1)
+		if err := cn.rd.ReadHeadOnce(resp, method); err != nil {
+			return err
+		}
+		if !h1.IsInterim(resp.Status) {
+			return nil
+		}
+	}
+}
+
 // drop closes cn and forgets it.
 func (v *vu) drop(cn *h1conn) {
 	cn.close()
@@ -401,11 +420,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			return nil
 		}
 		read := cn.rd.Read
-		err := cn.rd.WaitFirst()
-		if err == nil {
-			out.ttfb = max(time.Since(start), 1)
-			err = cn.rd.ReadHead(resp, h.method)
-		}
+		err := cn.readHead(resp, h.method, start, out)
 		if err != nil {
 			v.drop(cn)
 			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, cn.rd.Read > read, cn.answered)
