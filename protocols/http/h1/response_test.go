@@ -102,7 +102,7 @@ func TestFraming(t *testing.T) {
 // keep-alive connection can carry.
 func TestTwoResponsesOnOneConnection(t *testing.T) {
 	raw := "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na" +
-		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\n\r\n" +
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nb\r\n0\r\nX-Trailer: 1\r\n\r\n" +
 		"HTTP/1.1 204 No Content\r\n\r\n" +
 		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nc"
 	for _, step := range []int{1, 3, 1 << 20} {
