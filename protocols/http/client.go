@@ -22,7 +22,8 @@ import (
 )
 
 // Client executes calls against one HTTP target. Each VU gets its own
-// transport, connections and cookie jar on its first call.
+// connections on its first call, a cookie jar on its first Set-Cookie, and
+// a net/http transport only if the target speaks HTTP/2 (see engine.go).
 type Client struct {
 	cfg   *targetConfig
 	check func(*nethttp.Request, []*nethttp.Request) error
