@@ -234,10 +234,11 @@ func addrOf(key string) (scheme, addr string) {
 }
 
 // conn returns a connection for h: slot's connection to the target, or the
-// VU's one connection to another host. A connection that the server closed
+// VU's one connection to another host. A new connection to the target
+// offers h2 when offerH2 is set. A connection that the server closed
 // while the VU paused is seen by a peek and replaced before anything is
 // written on it. h2 is a new TLS connection that negotiated HTTP/2.
-func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, deadline time.Time) (cn *h1conn, h2 *tls.Conn, err error) {
+func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, deadline time.Time, offerH2 bool) (cn *h1conn, h2 *tls.Conn, err error) {
 	key := h.key
 	var ref **h1conn
 	if key == "" {
@@ -257,7 +258,7 @@ func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, d
 	if cn != nil {
 		return cn, nil, nil
 	}
-	cn, h2, err = c.dial(ctx, v, key, deadline, h.key == "")
+	cn, h2, err = c.dial(ctx, v, key, deadline, offerH2 && h.key == "")
 	if err != nil || h2 != nil {
 		return nil, h2, err
 	}
@@ -386,7 +387,9 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		for attempt := 0; ; attempt++ {
 			var h2 *tls.Conn
 			var err error
-			cn, h2, err = c.conn(ctx, v, &h, slot, idle, deadline)
+			// Only a call's first request may find HTTP/2: after a
+			// redirect, net/http would send the first request again.
+			cn, h2, err = c.conn(ctx, v, &h, slot, idle, deadline, hops == 0)
 			if h2 != nil {
 				v.handoff(h2)
 				return errHTTP2

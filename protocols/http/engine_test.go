@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -485,5 +486,48 @@ func TestCompressedBodiesOverHTTP2(t *testing.T) {
 		if res.request.Error != "" || res.body != plain || !c.(*Client).vu(1).h2 {
 			t.Errorf("call %d: %+v, body %d bytes, h2 %v; want %d decoded over HTTP/2", i, res.request, len(res.body), c.(*Client).vu(1).h2, len(plain))
 		}
+	}
+}
+
+// TestNoHTTP2SwitchAfterARedirect checks that a call whose redirect opens a
+// new connection to the target does not switch to HTTP/2 there: net/http
+// would then send the call's first request again. The server offers only
+// HTTP/1.1 on its first connection, and h2 after.
+func TestNoHTTP2SwitchAfterARedirect(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		mu.Lock()
+		seen[r.URL.Path+" "+r.Proto]++
+		mu.Unlock()
+		if r.URL.Path == "/start" {
+			w.Header().Set("Connection", "close")
+			nethttp.Redirect(w, r, "/end", nethttp.StatusFound)
+			return
+		}
+		io.WriteString(w, "end")
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	base := srv.TLS
+	var hellos atomic.Int32
+	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		cfg := base.Clone()
+		cfg.GetConfigForClient = nil
+		if hellos.Add(1) == 1 {
+			cfg.NextProtos = []string{"http/1.1"}
+		}
+		return cfg, nil
+	}
+	c := open(t, New(), srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+	if res := do(t, c, 1, path("/start"), true); res.request.Error != "" || res.body != "end" {
+		t.Fatalf("%+v body %q", res.request, res.body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["/start HTTP/1.1"] != 1 || len(seen) != 2 || seen["/end HTTP/1.1"] != 1 {
+		t.Errorf("the server saw %v for one call; want /start once and /end once, both HTTP/1.1", seen)
 	}
 }
