@@ -728,24 +728,6 @@ func lastTokenIs(v []byte, tok string) bool {
 	return equalFold(bytes.Trim(v, " \t"), tok)
 }
 
-// isToken reports whether b is an RFC 9110 token.
-func isToken(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
-			continue
-		}
-		switch c {
-		case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-			continue
-		}
-		return false
-	}
-	return true
-}
-
 // clip shortens what an error message quotes.
 func clip(b []byte) string {
 	if len(b) > 64 {
