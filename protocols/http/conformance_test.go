@@ -1,0 +1,620 @@
+package http
+
+// Conformance of the HTTP/1.1 client against real servers: net/http's own,
+// and servers written here byte by byte that misbehave. Every test goes
+// through the protocol's public surface only (New, Open, Do), so that it
+// holds whatever engine sends the requests, and checks hload's samples
+// against what the server counted on its own side of the wire: the
+// connections it accepted, the requests it read and the bytes it wrote and
+// read. hload's own counters are never the reference.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	nethttp "net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/protocols/protocoltest"
+)
+
+// conformTimeout is the request timeout of every target here: a call that
+// hangs fails as a timeout in a few seconds, well inside testTimeout, the
+// deadline of the context each call is made with.
+const conformTimeout = "3s"
+
+// tally is what a test server counted itself.
+type tally struct {
+	accepted atomic.Int64 // connections accepted
+	requests atomic.Int64 // requests read, whole
+	written  atomic.Int64 // bytes written on the TCP connections, TLS records included
+	read     atomic.Int64 // bytes read from them
+}
+
+// tallyListener counts the connections it accepts and wraps each to count
+// its bytes. It closes those still open when the test ends, so that a
+// server blocked writing to a client that stopped reading ends too.
+type tallyListener struct {
+	net.Listener
+	tally *tally
+	mu    sync.Mutex
+	conns []net.Conn
+	done  bool
+}
+
+func newTallyListener(t *testing.T) *tallyListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &tallyListener{Listener: ln, tally: &tally{}}
+	t.Cleanup(l.closeAll)
+	return l
+}
+
+func (l *tallyListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		conn.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns = append(l.conns, conn)
+	id := l.tally.accepted.Add(1)
+	tcp, _ := conn.(*net.TCPConn)
+	return &tallyConn{Conn: conn, tally: l.tally, tcp: tcp, id: id}, nil
+}
+
+func (l *tallyListener) closeAll() {
+	l.Listener.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
+	for _, c := range l.conns {
+		c.Close()
+	}
+}
+
+// tallyConn is one accepted connection. Write counts before writing, as
+// hload's own connection does: once the bytes are on the wire the client
+// may finish its call and the test read the tally before Write returns.
+type tallyConn struct {
+	net.Conn
+	tally *tally
+	tcp   *net.TCPConn
+	id    int64 // accept order, from 1
+}
+
+func (c *tallyConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.tally.read.Add(int64(n))
+	return n, err
+}
+
+func (c *tallyConn) Write(p []byte) (int, error) {
+	c.tally.written.Add(int64(len(p)))
+	n, err := c.Conn.Write(p)
+	c.tally.written.Add(int64(n - len(p)))
+	return n, err
+}
+
+// reset ends the connection with a TCP reset (SO_LINGER 0).
+func (c *tallyConn) reset() {
+	c.tcp.SetLinger(0)
+	c.tcp.Close()
+}
+
+// countedServer starts net/http's test server for h on a tallying
+// listener, with TLS when useTLS. configure, when set, adjusts the server
+// before it starts. Requests are counted when the handler begins: after
+// the server read them, before it answers.
+func countedServer(t *testing.T, useTLS bool, configure func(*httptest.Server), h nethttp.HandlerFunc) (*httptest.Server, *tally) {
+	t.Helper()
+	l := newTallyListener(t)
+	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		l.tally.requests.Add(1)
+		h(w, r)
+	}))
+	srv.Listener.Close()
+	srv.Listener = l // StartTLS puts TLS above it: the tally counts TLS records
+	if configure != nil {
+		configure(srv)
+	}
+	if useTLS {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, l.tally
+}
+
+// answerFunc answers one request a raw server read on conn, whose body it
+// was given, by writing the bytes it wants, and says whether to read
+// another request on the connection; the server closes it otherwise.
+// served is how many requests the connection carried, this one included.
+type answerFunc func(conn *tallyConn, served int, r *nethttp.Request, body []byte) (keep bool)
+
+// rawHTTPServer reads requests by hand with net/http's parser and answers
+// each with whatever bytes answer writes: the server for responses that
+// net/http's server would never send. It returns the server's URL.
+func rawHTTPServer(t *testing.T, answer answerFunc) (string, *tally) {
+	t.Helper()
+	l := newTallyListener(t)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go serveRaw(conn.(*tallyConn), answer)
+		}
+	}()
+	return "http://" + l.Addr().String(), l.tally
+}
+
+func serveRaw(conn *tallyConn, answer answerFunc) {
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	for served := 1; ; served++ {
+		r, err := nethttp.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		conn.tally.requests.Add(1)
+		if !answer(conn, served, r, body) {
+			return
+		}
+	}
+}
+
+// outcome is all that one call emitted. The request sample's Body and
+// Headers are copied during emit, as a capture reads them.
+type outcome struct {
+	request  protocols.Sample
+	ttfb     *protocols.Sample
+	connect  *protocols.Sample
+	requests int      // request samples: one per call
+	other    []string // metrics besides request, ttfb and connect
+}
+
+// call makes one call for vu, bounded by testTimeout, and checks that it
+// emitted exactly one request sample.
+func call(t testing.TB, c protocols.Client, vu uint64, r cty.Value, keepBody, keepHeaders bool) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var o outcome
+	c.Do(ctx, protocols.Call{VU: vu, Request: r, KeepBody: keepBody, KeepHeaders: keepHeaders}, func(s protocols.Sample) {
+		switch s.Metric {
+		case protocols.MetricRequest:
+			o.requests++
+			if s.Body != nil {
+				s.Body = bytes.Clone(s.Body)
+			}
+			if s.Headers != nil {
+				h := make(map[string][]string, len(s.Headers))
+				for k, v := range s.Headers {
+					h[k] = append([]string(nil), v...)
+				}
+				s.Headers = h
+			}
+			o.request = s
+		case protocols.MetricTTFB:
+			o.ttfb = &s
+		case protocols.MetricConnect:
+			o.connect = &s
+		default:
+			o.other = append(o.other, s.Metric)
+		}
+	})
+	if o.requests != 1 || len(o.other) != 0 {
+		t.Errorf("one call emitted %d request samples and %v; want one request sample", o.requests, o.other)
+	}
+	return o
+}
+
+// openConform opens a client for url with the conformance request timeout
+// and the extra target attributes in set.
+func openConform(t *testing.T, p protocols.Protocol, url string, set map[string]cty.Value) protocols.Client {
+	t.Helper()
+	attrs := map[string]cty.Value{"timeout": cty.StringVal(conformTimeout)}
+	for k, v := range set {
+		attrs[k] = v
+	}
+	return open(t, p, url, attrs)
+}
+
+// get is a GET of path.
+func get(path string) cty.Value {
+	return req(map[string]cty.Value{"path": cty.StringVal(path)})
+}
+
+// pattern is n bytes that differ from one position to the next, so that a
+// body cut, shifted or joined from the wrong pieces does not compare equal.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte((i+i/26)%26)
+	}
+	return b
+}
+
+// wireCheck compares one call's byte counts with what the server wrote
+// and read during it; before is the tally's figures before the call. Only
+// a test whose calls do not overlap can use it.
+type wireMark struct{ written, read int64 }
+
+func mark(ta *tally) wireMark { return wireMark{ta.written.Load(), ta.read.Load()} }
+
+func checkWire(t *testing.T, what string, s protocols.Sample, ta *tally, before wireMark) {
+	t.Helper()
+	if got, want := s.BytesReceived, ta.written.Load()-before.written; got != want {
+		t.Errorf("%s: BytesReceived = %d; the server wrote %d bytes on the wire", what, got, want)
+	}
+	if got, want := s.BytesSent, ta.read.Load()-before.read; got != want {
+		t.Errorf("%s: BytesSent = %d; the server read %d bytes from the wire", what, got, want)
+	}
+}
+
+// ok is a call that succeeded with status.
+func ok(t *testing.T, what string, o outcome, status int) bool {
+	t.Helper()
+	s := o.request
+	if s.Error != protocols.ErrNone || s.Status != status || s.Message != "" {
+		t.Errorf("%s: sample status %d, error %q, message %q; want %d without error", what, s.Status, s.Error, s.Message, status)
+		return false
+	}
+	return true
+}
+
+// TestConformContentLength checks bodies framed by Content-Length, from
+// empty to a megabyte: the kept body is the bytes the server wrote, and the
+// call's byte counts are the server's, call by call, on one connection.
+func TestConformContentLength(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		sizes := []int{0, 1, 100, 4095, 4096, 4097, 65537, 1 << 20}
+		srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			var n int
+			for _, size := range sizes {
+				if r.URL.Path == "/"+strconv.Itoa(size) {
+					n = size
+				}
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+			w.Write(pattern(n))
+		})
+		c := openConform(t, p, srv.URL, nil)
+		calls := 0
+		for _, keepBody := range []bool{true, false} {
+			for _, n := range sizes {
+				what := "a " + strconv.Itoa(n) + "-byte body"
+				if !keepBody {
+					what += " not kept"
+				}
+				before := mark(ta)
+				o := call(t, c, 1, get("/"+strconv.Itoa(n)), keepBody, false)
+				calls++
+				if !ok(t, what, o, 200) {
+					continue
+				}
+				checkWire(t, what, o.request, ta, before)
+				if keepBody && !bytes.Equal(o.request.Body, pattern(n)) {
+					t.Errorf("%s: kept %d bytes, want the %d the server wrote", what, len(o.request.Body), n)
+				}
+				if !keepBody && o.request.Body != nil {
+					t.Errorf("%s: %d bytes kept without KeepBody", what, len(o.request.Body))
+				}
+			}
+		}
+		if got := ta.requests.Load(); got != int64(calls) {
+			t.Errorf("the server read %d requests for %d calls", got, calls)
+		}
+		if got := ta.accepted.Load(); got != 1 {
+			t.Errorf("the server accepted %d connections for one VU's keep-alive calls, want 1", got)
+		}
+	})
+}
+
+// TestConformChunked checks chunked bodies: net/http's server writing one
+// byte per flush and a megabyte in pieces, and a raw server's chunk
+// extensions, upper-case sizes and trailers. The kept body is the decoded
+// content, the byte counts are the server's, and the trailer is read off
+// the connection: the next call goes on the same one.
+func TestConformChunked(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		t.Run("net/http", func(t *testing.T) {
+			big := pattern(1 << 20)
+			srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				f := w.(nethttp.Flusher)
+				f.Flush() // the header goes out without a length: the body is chunked
+				switch r.URL.Path {
+				case "/bytewise":
+					for _, b := range pattern(2000) {
+						w.Write([]byte{b})
+						f.Flush()
+					}
+				case "/big":
+					for i := 0; i < len(big); i += 10000 {
+						w.Write(big[i:min(i+10000, len(big))])
+					}
+				}
+			})
+			c := openConform(t, p, srv.URL, nil)
+			cases := []struct {
+				path string
+				want []byte
+			}{
+				{"/bytewise", pattern(2000)},
+				{"/big", big},
+				{"/empty", nil},
+				{"/bytewise", pattern(2000)},
+			}
+			for _, tc := range cases {
+				before := mark(ta)
+				o := call(t, c, 1, get(tc.path), true, false)
+				if !ok(t, tc.path, o, 200) {
+					continue
+				}
+				checkWire(t, tc.path, o.request, ta, before)
+				if !bytes.Equal(o.request.Body, tc.want) {
+					t.Errorf("%s: kept %d bytes, want the %d decoded", tc.path, len(o.request.Body), len(tc.want))
+				}
+				if tc.path == "/bytewise" && o.request.BytesReceived < 2000*6 {
+					t.Errorf("%s: %d bytes received; 2000 one-byte chunks take 6 bytes each", tc.path, o.request.BytesReceived)
+				}
+			}
+			if got := ta.requests.Load(); got != int64(len(cases)) {
+				t.Errorf("the server read %d requests for %d calls", got, len(cases))
+			}
+			if got := ta.accepted.Load(); got != 1 {
+				t.Errorf("the server accepted %d connections, want 1", got)
+			}
+		})
+
+		t.Run("raw", func(t *testing.T) {
+			bodies := map[string]string{
+				"/extensions": "5;name=value\r\nhello\r\n6;a=1;b=\"q \\\" r\"\r\n world\r\n0;last\r\n\r\n",
+				"/upper":      "A\r\n0123456789\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n",
+				"/trailers":   "3\r\nabc\r\n0\r\nX-Checksum: 900150983cd24fb0\r\nX-Count: 3\r\n\r\n",
+				"/padded":     "004\r\nabcd\r\n0000\r\n\r\n",
+			}
+			want := map[string]string{
+				"/extensions": "hello world",
+				"/upper":      "0123456789abcdefghijklmnopqrstuvwxyz",
+				"/trailers":   "abc",
+				"/padded":     "abcd",
+			}
+			url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+				head := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+				if r.URL.Path == "/trailers" {
+					head += "Trailer: X-Checksum, X-Count\r\n"
+				}
+				io.WriteString(conn, head+"\r\n"+bodies[r.URL.Path])
+				return true
+			})
+			c := openConform(t, p, url, nil)
+			calls := 0
+			for _, path := range []string{"/extensions", "/upper", "/trailers", "/padded", "/trailers", "/extensions"} {
+				before := mark(ta)
+				o := call(t, c, 1, get(path), true, true)
+				calls++
+				if !ok(t, path, o, 200) {
+					continue
+				}
+				checkWire(t, path, o.request, ta, before)
+				if got := string(o.request.Body); got != want[path] {
+					t.Errorf("%s: body %q, want %q", path, got, want[path])
+				}
+			}
+			if got := ta.requests.Load(); got != int64(calls) {
+				t.Errorf("the server read %d requests for %d calls", got, calls)
+			}
+			if got := ta.accepted.Load(); got != 1 {
+				t.Errorf("the server accepted %d connections, want 1: a trailer or an extension left the connection unusable", got)
+			}
+		})
+	})
+}
+
+// TestConformBodiless checks the responses that carry no body whatever
+// their headers say (a HEAD's, a 204, a 304 with a Content-Length) and
+// interim 1xx responses before the final one. A client that read a body
+// there would wait for bytes that never come, or take the next response's
+// bytes for this one's; the call after each goes on the same connection.
+func TestConformBodiless(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const final = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: final\r\n\r\nfinal"
+		responses := map[string]string{
+			"/head": "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nContent-Type: text/plain\r\nX-A: head\r\n\r\n",
+			"/204":  "HTTP/1.1 204 No Content\r\nX-A: 204\r\n\r\n",
+			"/304":  "HTTP/1.1 304 Not Modified\r\nContent-Length: 500\r\nETag: \"v1\"\r\nX-A: 304\r\n\r\n",
+			"/100":  "HTTP/1.1 100 Continue\r\n\r\n" + final,
+			"/103":  "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" + final,
+			"/1xx": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" +
+				"HTTP/1.1 103 Early Hints\r\nLink: </b.js>; rel=preload\r\n\r\n" + final,
+			"/ok": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		}
+		url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+			resp, found := responses[r.URL.Path]
+			if !found {
+				return false
+			}
+			io.WriteString(conn, resp)
+			return true
+		})
+		c := openConform(t, p, url, nil)
+		cases := []struct {
+			name   string
+			r      cty.Value
+			status int
+			body   string
+			xa     string
+		}{
+			{"HEAD with a Content-Length", req(map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal("/head")}), 200, "", "head"},
+			{"204", get("/204"), 204, "", "204"},
+			{"304 with a Content-Length", get("/304"), 304, "", "304"},
+			{"100 Continue before a 200", get("/100"), 200, "final", "final"},
+			{"103 Early Hints before a 200", get("/103"), 200, "final", "final"},
+			{"100 and two 103 before a 200", get("/1xx"), 200, "final", "final"},
+		}
+		calls := 0
+		for _, tc := range cases {
+			before := mark(ta)
+			o := call(t, c, 1, tc.r, true, true)
+			calls++
+			if ok(t, tc.name, o, tc.status) {
+				checkWire(t, tc.name, o.request, ta, before)
+				if got := string(o.request.Body); got != tc.body {
+					t.Errorf("%s: body %q, want %q", tc.name, got, tc.body)
+				}
+				if got := o.request.Headers["X-A"]; len(got) != 1 || got[0] != tc.xa {
+					t.Errorf("%s: X-A = %q, want the final response's %q", tc.name, got, tc.xa)
+				}
+			}
+			before = mark(ta)
+			o = call(t, c, 1, get("/ok"), true, false)
+			calls++
+			if ok(t, "the call after "+tc.name, o, 200) {
+				checkWire(t, "the call after "+tc.name, o.request, ta, before)
+				if string(o.request.Body) != "ok" {
+					t.Errorf("the call after %s: body %q, want %q", tc.name, o.request.Body, "ok")
+				}
+			}
+		}
+		if got := ta.requests.Load(); got != int64(calls) {
+			t.Errorf("the server read %d requests for %d calls", got, calls)
+		}
+		if got := ta.accepted.Load(); got != 1 {
+			t.Errorf("the server accepted %d connections for %d calls of one VU, want 1", got, calls)
+		}
+	})
+}
+
+// TestConformReadToClose checks a response with neither a length nor
+// chunks, whose body ends when the server closes the connection: the body
+// is whole, and the next call opens a new connection rather than writing
+// on the closed one.
+func TestConformReadToClose(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		body := pattern(100000)
+		url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
+			for i := 0; i < len(body); i += 25000 {
+				conn.Write(body[i : i+25000])
+			}
+			return false // the close ends the body
+		})
+		c := openConform(t, p, url, nil)
+		const calls = 3
+		for i := range calls {
+			what := "call " + strconv.Itoa(i+1)
+			before := mark(ta)
+			o := call(t, c, 1, get("/"), true, false)
+			if !ok(t, what, o, 200) {
+				continue
+			}
+			checkWire(t, what, o.request, ta, before)
+			if !bytes.Equal(o.request.Body, body) {
+				t.Errorf("%s: kept %d bytes, want the %d the server wrote before closing", what, len(o.request.Body), len(body))
+			}
+			if o.connect == nil {
+				t.Errorf("%s: no connect sample; the previous response closed the connection", what)
+			}
+		}
+		if got, accepted := ta.requests.Load(), ta.accepted.Load(); got != calls || accepted != calls {
+			t.Errorf("the server read %d requests on %d connections for %d calls, want one each", got, accepted, calls)
+		}
+	})
+}
+
+// TestConformConnectionClose checks servers that close after every
+// response: net/http's with `Connection: close`, and HTTP/1.0 servers
+// without keep-alive, with a length and without. Several VUs call at once;
+// every call succeeds, on a connection of its own, and the server's counts
+// of connections and requests are hload's count of calls and of connect
+// samples. The calls overlap, so the byte counts are compared in total.
+func TestConformConnectionClose(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		httpClose, closeTally := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "hello")
+		})
+		http10, tally10 := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+			io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+			return false
+		})
+		http10NoLength, tally10NoLength := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+			io.WriteString(conn, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello")
+			return false
+		})
+		cases := []struct {
+			name string
+			url  string
+			ta   *tally
+		}{
+			{"Connection: close", httpClose.URL, closeTally},
+			{"HTTP/1.0 with a length", http10, tally10},
+			{"HTTP/1.0 without a length", http10NoLength, tally10NoLength},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				c := openConform(t, p, tc.url, nil)
+				const vus, perVU = 3, 5
+				var mu sync.Mutex
+				var succeeded, connects, sent, received int64
+				var wg sync.WaitGroup
+				for vu := uint64(1); vu <= vus; vu++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range perVU {
+							o := call(t, c, vu, get("/"), true, false)
+							mu.Lock()
+							if o.request.Error == "" && o.request.Status == 200 && string(o.request.Body) == "hello" {
+								succeeded++
+							} else {
+								t.Errorf("VU %d: sample %+v, body %q", vu, o.request, o.request.Body)
+							}
+							if o.connect != nil {
+								connects++
+							}
+							sent += o.request.BytesSent
+							received += o.request.BytesReceived
+							mu.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				requests, accepted := tc.ta.requests.Load(), tc.ta.accepted.Load()
+				if succeeded != vus*perVU || requests != succeeded || accepted != succeeded {
+					t.Errorf("hload counted %d successes of %d calls; the server read %d requests on %d connections", succeeded, vus*perVU, requests, accepted)
+				}
+				if connects != accepted {
+					t.Errorf("%d connect samples for the %d connections the server accepted", connects, accepted)
+				}
+				if w, r := tc.ta.written.Load(), tc.ta.read.Load(); received != w || sent != r {
+					t.Errorf("hload received %d and sent %d bytes; the server wrote %d and read %d", received, sent, w, r)
+				}
+			})
+		}
+	})
+}
