@@ -17,9 +17,11 @@ import (
 	nethttp "net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -615,6 +617,388 @@ func TestConformConnectionClose(t *testing.T) {
 					t.Errorf("hload received %d and sent %d bytes; the server wrote %d and read %d", received, sent, w, r)
 				}
 			})
+		}
+	})
+}
+
+// TestConformIdleTimeout checks a server that closes idle keep-alive
+// connections sooner than the VUs call again: the server's close is seen
+// before the next request is written, so no call fails and no request is
+// lost or sent twice. Every pause outlasts the idle timeout many times
+// over, so every call needs a new connection: the server's count of
+// connections says the test met the closes it is about.
+func TestConformIdleTimeout(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const idle, pause = 20 * time.Millisecond, 250 * time.Millisecond
+		var closedIdle atomic.Int64
+		srv, ta := countedServer(t, false, func(s *httptest.Server) {
+			s.Config.IdleTimeout = idle
+			s.Config.ConnState = func(_ net.Conn, st nethttp.ConnState) {
+				if st == nethttp.StateClosed {
+					closedIdle.Add(1)
+				}
+			}
+		}, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			io.WriteString(w, "ok")
+		})
+		c := openConform(t, p, srv.URL, nil)
+		const vus, perVU = 3, 4
+		var succeeded, connects atomic.Int64
+		var wg sync.WaitGroup
+		for vu := uint64(1); vu <= vus; vu++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perVU {
+					if i > 0 {
+						time.Sleep(pause)
+					}
+					o := call(t, c, vu, get("/"), false, false)
+					if o.request.Error == "" && o.request.Status == 200 {
+						succeeded.Add(1)
+					} else {
+						t.Errorf("VU %d call %d after a pause past the server's idle timeout: %+v", vu, i+1, o.request)
+					}
+					if o.connect != nil {
+						connects.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		const calls = vus * perVU
+		if got, requests := succeeded.Load(), ta.requests.Load(); got != calls || requests != calls {
+			t.Errorf("hload counted %d successes of %d calls; the server read %d requests", got, calls, requests)
+		}
+		if accepted := ta.accepted.Load(); accepted != calls || connects.Load() != accepted {
+			t.Errorf("the server accepted %d connections (closed %d) and hload reported %d connects, for %d calls each after the idle timeout",
+				accepted, closedIdle.Load(), connects.Load(), calls)
+		}
+	})
+}
+
+// TestConformResetRule checks docs/http.md's rule that every request the
+// server receives is counted once, under load: several VUs, and a server
+// whose every connection answers three requests (the third with
+// `Connection: close`), but whose every tenth reads its third request,
+// on a reused connection, and resets. Each request names its call, so the
+// server can tell a request sent twice from two calls. hload's successes
+// plus its reset failures are the requests the server read; its successes
+// are the ones the server answered, call by call. TestNoReplay checks the
+// same rule one case at a time; this is the load the rule was written for.
+func TestConformResetRule(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const perConn, every = 3, 10
+		var mu sync.Mutex
+		read := map[string]int{}     // call -> copies read
+		answered := map[string]int{} // call -> copies answered
+		reset := map[string]int{}    // call -> copies whose connection was reset
+		url, ta := rawHTTPServer(t, func(conn *tallyConn, served int, r *nethttp.Request, body []byte) bool {
+			id := r.URL.Path
+			if r.Method == nethttp.MethodPost && string(body) != "payload "+id {
+				id += " with a wrong body"
+			}
+			mu.Lock()
+			read[id]++
+			last := served == perConn
+			if last && conn.id%every == 0 {
+				reset[id]++
+				mu.Unlock()
+				conn.reset()
+				return false
+			}
+			answered[id]++
+			mu.Unlock()
+			head := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+			if last {
+				head += "Connection: close\r\n"
+			}
+			io.WriteString(conn, head+"\r\nok")
+			return !last
+		})
+		c := openConform(t, p, url, nil)
+		const vus, perVU = 4, 45
+		type result struct {
+			id      string
+			kind    protocols.ErrorKind
+			msg     string
+			connect bool
+		}
+		results := make(chan result, vus*perVU)
+		var wg sync.WaitGroup
+		for vu := uint64(1); vu <= vus; vu++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range perVU {
+					id := "/vu" + strconv.FormatUint(vu, 10) + "/call" + strconv.Itoa(i)
+					r := get(id)
+					switch i % 3 {
+					case 1: // what net/http replays: a POST with an Idempotency-Key
+						r = req(map[string]cty.Value{"path": cty.StringVal(id), "body": cty.StringVal("payload " + id),
+							"headers": strMap("Idempotency-Key", id)})
+					case 2:
+						r = req(map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal(id)})
+					}
+					o := call(t, c, vu, r, false, false)
+					results <- result{id, o.request.Error, o.request.Message, o.connect != nil}
+				}
+			}()
+		}
+		wg.Wait()
+		close(results)
+
+		var succeeded, resets, connects int
+		mu.Lock()
+		defer mu.Unlock()
+		for res := range results {
+			if res.connect {
+				connects++
+			}
+			switch {
+			case res.kind == protocols.ErrNone:
+				succeeded++
+				if read[res.id] != 1 || answered[res.id] != 1 {
+					t.Errorf("%s succeeded; the server read it %d times and answered %d", res.id, read[res.id], answered[res.id])
+				}
+			case res.kind == protocols.ErrReset && res.msg != "":
+				resets++
+				if read[res.id] != 1 || reset[res.id] != 1 {
+					t.Errorf("%s failed as reset; the server read it %d times and reset %d", res.id, read[res.id], reset[res.id])
+				}
+			default:
+				t.Errorf("%s: error %q, message %q; want a success, or a reset with a message", res.id, res.kind, res.msg)
+			}
+		}
+		var copies, resetDone int
+		for id, n := range read {
+			copies += n
+			if n != 1 {
+				t.Errorf("the server read %s %d times", id, n)
+			}
+		}
+		for _, n := range reset {
+			resetDone += n
+		}
+		const calls = vus * perVU
+		if requests := int(ta.requests.Load()); succeeded+resets != requests || requests != calls || copies != calls {
+			t.Errorf("hload: %d successes + %d resets; the server read %d requests (%d by call id) for %d calls", succeeded, resets, requests, copies, calls)
+		}
+		if resets != resetDone || resetDone == 0 {
+			t.Errorf("hload counted %d resets; the server reset %d connections after reading a request", resets, resetDone)
+		}
+		if accepted := int(ta.accepted.Load()); connects != accepted {
+			t.Errorf("%d connect samples; the server accepted %d connections", connects, accepted)
+		}
+		t.Logf("%d calls: %d succeeded, %d reset; the server read %d requests on %d connections",
+			calls, succeeded, resets, ta.requests.Load(), ta.accepted.Load())
+	})
+}
+
+// TestConformRedirects checks the redirects a browser follows: 301, 302
+// and 303 turn a POST into a GET without its body; 307 and 308 keep the
+// method and the body, which the server checks on the second hop; a
+// relative Location resolves against the request's URL; a redirect may
+// lead to another server. The server counts every hop.
+func TestConformRedirects(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		other, otherTally := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			b, _ := io.ReadAll(r.Body)
+			io.WriteString(w, "other "+r.Method+" "+r.URL.Path+" "+string(b))
+		})
+		var mu sync.Mutex
+		var bodyMismatch []string // second hops of 307 and 308 whose body was not the first hop's
+		srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			b, _ := io.ReadAll(r.Body)
+			var n int
+			switch path := r.URL.Path; {
+			case strings.HasPrefix(path, "/code/"):
+				code, _ := strconv.Atoi(strings.TrimPrefix(path, "/code/"))
+				w.Header().Set("Location", "/landed?from="+strconv.Itoa(code)+"&sent="+string(b))
+				w.WriteHeader(code)
+				io.WriteString(w, "moved")
+			case path == "/landed":
+				if r.Method == nethttp.MethodPost && string(b) != r.URL.Query().Get("sent") {
+					mu.Lock()
+					bodyMismatch = append(bodyMismatch, r.URL.RawQuery+" got "+string(b))
+					mu.Unlock()
+				}
+				io.WriteString(w, r.Method+" "+r.URL.Query().Get("from")+" body="+string(b))
+			case path == "/dir/relative":
+				w.Header().Set("Location", "next?q=1")
+				w.WriteHeader(nethttp.StatusFound)
+			case path == "/dir/up":
+				w.Header().Set("Location", "../top")
+				w.WriteHeader(nethttp.StatusFound)
+			case path == "/away":
+				w.Header().Set("Location", other.URL+"/there")
+				w.WriteHeader(nethttp.StatusTemporaryRedirect)
+			case sscan(path, "/hop/", &n) && n > 0:
+				w.Header().Set("Location", "/hop/"+strconv.Itoa(n-1))
+				w.WriteHeader(nethttp.StatusFound)
+			default:
+				io.WriteString(w, "at "+path+"?"+r.URL.RawQuery)
+			}
+		})
+		post := func(path, body string) cty.Value {
+			return req(map[string]cty.Value{"path": cty.StringVal(path), "body": cty.StringVal(body)})
+		}
+		c := openConform(t, p, srv.URL, nil)
+		cases := []struct {
+			name      string
+			r         cty.Value
+			body      string
+			hops      int64 // requests the first server reads
+			otherHops int64 // requests the other server reads
+		}{
+			{"301 turns POST into GET", post("/code/301", "data"), "GET 301 body=", 2, 0},
+			{"302 turns POST into GET", post("/code/302", "data"), "GET 302 body=", 2, 0},
+			{"303 turns POST into GET", post("/code/303", "data"), "GET 303 body=", 2, 0},
+			{"307 keeps POST and its body", post("/code/307", "data307"), "POST 307 body=data307", 2, 0},
+			{"308 keeps POST and its body", post("/code/308", "data308"), "POST 308 body=data308", 2, 0},
+			{"301 keeps GET", get("/code/301"), "GET 301 body=", 2, 0},
+			{"relative Location", get("/dir/relative"), "at /dir/next?q=1", 2, 0},
+			{"Location with ..", get("/dir/up"), "at /top?", 2, 0},
+			{"another server", post("/away", "far"), "other POST /there far", 1, 1},
+			{"a chain of 5", get("/hop/5"), "at /hop/0?", 6, 0},
+		}
+		for _, tc := range cases {
+			mine, others := ta.requests.Load(), otherTally.requests.Load()
+			o := call(t, c, 1, tc.r, true, false)
+			if ok(t, tc.name, o, 200) && string(o.request.Body) != tc.body {
+				t.Errorf("%s: body %q, want %q", tc.name, o.request.Body, tc.body)
+			}
+			if got, gotOther := ta.requests.Load()-mine, otherTally.requests.Load()-others; got != tc.hops || gotOther != tc.otherHops {
+				t.Errorf("%s: the servers read %d and %d requests, want %d and %d", tc.name, got, gotOther, tc.hops, tc.otherHops)
+			}
+		}
+		mu.Lock()
+		if len(bodyMismatch) > 0 {
+			t.Errorf("second hops that did not carry the first hop's body: %q", bodyMismatch)
+		}
+		mu.Unlock()
+
+		t.Run("max_redirects exceeded", func(t *testing.T) {
+			c := openConform(t, p, srv.URL, map[string]cty.Value{"max_redirects": cty.NumberIntVal(2)})
+			before := ta.requests.Load()
+			o := call(t, c, 1, get("/hop/5"), true, false)
+			s := o.request
+			// net/http hands back the last redirect's status with the
+			// error; an engine may report none. Either way it is one failed
+			// call, of kind protocol, that says why.
+			if s.Error != protocols.ErrProtocol || !strings.Contains(s.Message, "redirect") || (s.Status != 0 && s.Status != 302) {
+				t.Errorf("sample status %d, error %q, message %q; want a protocol failure about redirects", s.Status, s.Error, s.Message)
+			}
+			if got := ta.requests.Load() - before; got != 3 {
+				t.Errorf("the server read %d requests, want 3: the first and the 2 redirects allowed", got)
+			}
+		})
+		t.Run("follow_redirects = false", func(t *testing.T) {
+			c := openConform(t, p, srv.URL, map[string]cty.Value{"follow_redirects": cty.False})
+			before := ta.requests.Load()
+			o := call(t, c, 1, post("/code/307", "kept"), true, true)
+			if ok(t, "307 not followed", o, 307) {
+				if got := o.request.Headers["Location"]; len(got) != 1 || got[0] != "/landed?from=307&sent=kept" {
+					t.Errorf("Location = %q", got)
+				}
+				if string(o.request.Body) != "moved" {
+					t.Errorf("body %q, want the 307's own", o.request.Body)
+				}
+			}
+			if got := ta.requests.Load() - before; got != 1 {
+				t.Errorf("the server read %d requests, want 1", got)
+			}
+		})
+	})
+}
+
+// sscan reads the number after prefix in s.
+func sscan(s, prefix string, n *int) bool {
+	rest, found := strings.CutPrefix(s, prefix)
+	if !found {
+		return false
+	}
+	v, err := strconv.Atoi(rest)
+	*n = v
+	return err == nil
+}
+
+// TestConformCookies checks that each VU has its own cookies: the server
+// sets one naming the VU on its first call and checks, on every later
+// call, that the VU sends its own and no other VU's, while the VUs call at
+// once. A cookie set on a redirect's first hop is sent on the next hop.
+func TestConformCookies(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		var mu sync.Mutex
+		var wrong []string
+		loggedIn := map[string]bool{}
+		srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			vu := r.URL.Query().Get("vu")
+			ck, err := r.Cookie("user")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case r.URL.Path == "/login":
+				loggedIn[vu] = true
+				nethttp.SetCookie(w, &nethttp.Cookie{Name: "user", Value: vu, Path: "/"})
+			case r.URL.Path == "/hop":
+				nethttp.SetCookie(w, &nethttp.Cookie{Name: "hop", Value: vu, Path: "/"})
+				nethttp.Redirect(w, r, "/after-hop?vu="+vu, nethttp.StatusFound)
+				return
+			case r.URL.Path == "/after-hop":
+				if h, err := r.Cookie("hop"); err != nil || h.Value != vu {
+					wrong = append(wrong, "VU "+vu+" did not send the cookie set on the redirect's first hop")
+				}
+			case err == nil && ck.Value != vu:
+				wrong = append(wrong, "VU "+vu+" sent VU "+ck.Value+"'s cookie")
+			case err == nil && !loggedIn[vu]:
+				wrong = append(wrong, "VU "+vu+" sent a cookie before it was set one")
+			case err != nil && loggedIn[vu]:
+				wrong = append(wrong, "VU "+vu+" did not send its cookie")
+			}
+			if err == nil {
+				io.WriteString(w, ck.Value)
+			}
+		})
+		c := openConform(t, p, srv.URL, nil)
+		const vus, perVU = 5, 6
+		var wg sync.WaitGroup
+		for vu := uint64(1); vu <= vus; vu++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := strconv.FormatUint(vu, 10)
+				for i := range perVU {
+					path := "/page?vu=" + id
+					if i == 0 && vu != vus { // the last VU never logs in
+						path = "/login?vu=" + id
+					}
+					want := id
+					if vu == vus || i == 0 {
+						want = ""
+					}
+					o := call(t, c, vu, get(path), true, false)
+					if ok(t, "VU "+id, o, 200) && string(o.request.Body) != want {
+						t.Errorf("VU %d call %d: the server saw cookie %q, want %q", vu, i+1, o.request.Body, want)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if got := ta.requests.Load(); got != vus*perVU {
+			t.Errorf("the server read %d requests for %d calls", got, vus*perVU)
+		}
+
+		before := ta.requests.Load()
+		o := call(t, c, vus+1, get("/hop?vu="+strconv.Itoa(vus+1)), false, false)
+		ok(t, "a cookie set on a redirect", o, 200)
+		if got := ta.requests.Load() - before; got != 2 {
+			t.Errorf("the server read %d requests for a call with one redirect, want 2", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, w := range wrong {
+			t.Error("the server saw: " + w)
 		}
 	})
 }
