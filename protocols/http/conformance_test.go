@@ -1002,3 +1002,280 @@ func TestConformCookies(t *testing.T) {
 		}
 	})
 }
+
+// TestConformTLS checks HTTP/1.1 over TLS, on a server that offers only
+// HTTP/1.1 while the target allows HTTP/2: the server sees HTTP/1.1, one
+// connection per VU, and hload's byte counts are the server's, TLS
+// records and handshake included. A server that offers h2 to a target
+// with http2 = true is spoken to over HTTP/2.
+func TestConformTLS(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		t.Run("HTTP/1.1", func(t *testing.T) {
+			var notH1 atomic.Int64
+			srv, ta := countedServer(t, true, func(s *httptest.Server) { s.EnableHTTP2 = false },
+				func(w nethttp.ResponseWriter, r *nethttp.Request) {
+					if r.Proto != "HTTP/1.1" || r.TLS == nil {
+						notH1.Add(1)
+					}
+					b, _ := io.ReadAll(r.Body)
+					io.WriteString(w, r.Proto+" "+string(b))
+				})
+			c := openConform(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+			const vus, perVU = 2, 4
+			connects := 0
+			for vu := uint64(1); vu <= vus; vu++ {
+				for i := range perVU {
+					what := "VU " + strconv.FormatUint(vu, 10) + " call " + strconv.Itoa(i+1)
+					before := mark(ta)
+					o := call(t, c, vu, req(map[string]cty.Value{"body": cty.StringVal("over tls")}), true, false)
+					if o.connect != nil {
+						connects++
+					}
+					if !ok(t, what, o, 200) {
+						continue
+					}
+					checkWire(t, what, o.request, ta, before)
+					if got := string(o.request.Body); got != "HTTP/1.1 over tls" {
+						t.Errorf("%s: body %q", what, got)
+					}
+				}
+			}
+			if got := ta.requests.Load(); got != vus*perVU || notH1.Load() != 0 {
+				t.Errorf("the server read %d requests for %d calls, %d of them not HTTP/1.1 over TLS", got, vus*perVU, notH1.Load())
+			}
+			if got := ta.accepted.Load(); got != vus || connects != vus {
+				t.Errorf("the server accepted %d connections and hload reported %d connects, want one per VU: %d", got, connects, vus)
+			}
+		})
+
+		t.Run("HTTP/2", func(t *testing.T) {
+			var notH2 atomic.Int64
+			srv, ta := countedServer(t, true, func(s *httptest.Server) { s.EnableHTTP2 = true },
+				func(w nethttp.ResponseWriter, r *nethttp.Request) {
+					if r.ProtoMajor != 2 {
+						notH2.Add(1)
+					}
+					io.WriteString(w, r.Proto)
+				})
+			c := openConform(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True, "http2": cty.True})
+			const calls = 4
+			for i := range calls {
+				o := call(t, c, 1, get("/"), true, false)
+				if ok(t, "call "+strconv.Itoa(i+1), o, 200) {
+					if string(o.request.Body) != "HTTP/2.0" {
+						t.Errorf("call %d: body %q, want HTTP/2.0", i+1, o.request.Body)
+					}
+					// HTTP/2's counts take in frames exchanged between
+					// calls (see the package comment): they are not
+					// compared with the server's call by call.
+					if o.request.BytesSent <= 0 || o.request.BytesReceived <= 0 {
+						t.Errorf("call %d: %d bytes sent, %d received", i+1, o.request.BytesSent, o.request.BytesReceived)
+					}
+				}
+			}
+			if got := ta.requests.Load(); got != calls || notH2.Load() != 0 {
+				t.Errorf("the server read %d requests for %d calls, %d of them not over HTTP/2", got, calls, notH2.Load())
+			}
+			if got := ta.accepted.Load(); got != 1 {
+				t.Errorf("the server accepted %d connections, want 1", got)
+			}
+		})
+	})
+}
+
+// TestConformMisbehaving checks responses no server should send. Each is
+// one failed call with a message, of kind protocol, or reset for a body
+// cut short by the server's close (net/http reports io.ErrUnexpectedEOF,
+// which hload calls a reset everywhere; an engine of its own may call it
+// a protocol error, which it also is): never a success, a panic, a hang
+// (that would be a timeout) or a second request. Each comes on a reused
+// connection, where net/http would retry a request that failed before the
+// response began, and the VU's next call succeeds on a new connection.
+func TestConformMisbehaving(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const okResponse = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+		protocolOnly := []protocols.ErrorKind{protocols.ErrProtocol}
+		cutShort := []protocols.ErrorKind{protocols.ErrReset, protocols.ErrProtocol}
+		// net/http reads up to 10 MB of response headers by default; an
+		// engine with a 64 KB buffer stops sooner. This block exceeds both.
+		var huge strings.Builder
+		huge.WriteString("HTTP/1.1 200 OK\r\n")
+		for i := 0; huge.Len() < 11<<20; i++ {
+			huge.WriteString("X-Filler-" + strconv.Itoa(i) + ": " + strings.Repeat("f", 1000) + "\r\n")
+		}
+		huge.WriteString("Content-Length: 2\r\n\r\nok")
+		cases := []struct {
+			name     string
+			response string
+			kinds    []protocols.ErrorKind
+			// inBody says the header was sound and the body is at fault:
+			// the sample may carry the header's status with the error.
+			inBody bool
+		}{
+			{"garbage status line", "HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\nok", protocolOnly, false},
+			{"no status line", "SSH-2.0-OpenSSH_9.6\r\n\r\n", protocolOnly, false},
+			{"status out of range", "HTTP/1.1 2000 OK\r\nContent-Length: 2\r\n\r\nok", protocolOnly, false},
+			{"negative Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello", protocolOnly, false},
+			{"non-numeric Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: five\r\n\r\nhello", protocolOnly, false},
+			{"two different Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!", protocolOnly, false},
+			{"bad chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\nhello\r\n0\r\n\r\n", protocolOnly, true},
+			{"chunk size overflow", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\nhello\r\n0\r\n\r\n", protocolOnly, true},
+			{"header line without a colon", "HTTP/1.1 200 OK\r\nContent-Length 2\r\n\r\nok", protocolOnly, false},
+			{"header block of 11 MB", huge.String(), protocolOnly, false},
+			{"body cut short of Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + strings.Repeat("x", 50), cutShort, true},
+			{"chunked body cut short", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + strings.Repeat("x", 50), cutShort, true},
+			{"chunked body without its last chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n", cutShort, true},
+			{"header cut short", "HTTP/1.1 200 OK\r\nContent-Le", cutShort, false},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+					if r.URL.Path == "/bad" {
+						io.WriteString(conn, tc.response)
+						return false
+					}
+					io.WriteString(conn, okResponse)
+					return true
+				})
+				c := openConform(t, p, url, nil)
+				ok(t, "the call before", call(t, c, 1, get("/ok"), false, false), 200)
+				o := call(t, c, 1, get("/bad"), true, true)
+				s := o.request
+				if !slicesContains(tc.kinds, s.Error) || s.Message == "" || (s.Status != 0 && !(tc.inBody && s.Status == 200)) {
+					t.Errorf("sample status %d, error %q, message %q; want one of %q with a message", s.Status, s.Error, s.Message, tc.kinds)
+				} else {
+					t.Logf("%s: %s", s.Error, s.Message)
+				}
+				ok(t, "the call after", call(t, c, 1, get("/ok"), false, false), 200)
+				if requests, accepted := ta.requests.Load(), ta.accepted.Load(); requests != 3 || accepted != 2 {
+					t.Errorf("the server read %d requests on %d connections, want 3 on 2: the bad response's connection was reused or its request sent again",
+						requests, accepted)
+				}
+			})
+		}
+
+		// A header block under net/http's limit but over 64 KB: net/http
+		// takes it; an engine with a 64 KB buffer may refuse it. Either is
+		// sound; what is not is a hang, a panic, or a header cut short.
+		t.Run("header block of 100 KB", func(t *testing.T) {
+			long := strings.Repeat("v", 100<<10)
+			url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Long: "+long+"\r\nContent-Length: 2\r\n\r\nok")
+				return true
+			})
+			c := openConform(t, p, url, nil)
+			o := call(t, c, 1, get("/"), true, true)
+			s := o.request
+			switch s.Error {
+			case protocols.ErrNone:
+				if got := s.Headers["X-Long"]; len(got) != 1 || got[0] != long || string(s.Body) != "ok" {
+					t.Errorf("succeeded with an X-Long of %d values, body %q", len(got), s.Body)
+				}
+			case protocols.ErrProtocol:
+				if s.Message == "" {
+					t.Error("a protocol failure without a message")
+				}
+			default:
+				t.Errorf("sample status %d, error %q, message %q; want a success or a protocol failure", s.Status, s.Error, s.Message)
+			}
+			if got := ta.requests.Load(); got != 1 {
+				t.Errorf("the server read %d requests for one call", got)
+			}
+		})
+	})
+}
+
+func slicesContains(kinds []protocols.ErrorKind, k protocols.ErrorKind) bool {
+	for _, x := range kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// TestConformSlowServer checks the timings of a response that comes in
+// pieces: a header in three writes and a body in three more, with pauses
+// between. The first byte is seen after the server wrote it and before it
+// wrote the last piece, the call ends after that, and the time to first
+// byte is no more than the call's. A connect sample comes once per
+// connection the server accepted.
+func TestConformSlowServer(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const pause = 40 * time.Millisecond
+		var mu sync.Mutex
+		var firstWrite, lastWrite time.Time
+		url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
+			closing := r.URL.Path == "/close"
+			pieces := []string{"HTTP/1.1 200 OK\r\n", "Content-Length: 9\r\n", "\r\n", "abc", "def", "ghi"}
+			if closing {
+				pieces[1] = "Content-Length: 9\r\nConnection: close\r\n"
+			}
+			for i, piece := range pieces {
+				if i > 0 {
+					time.Sleep(pause)
+				}
+				// Noted before writing: once the last piece is out, the
+				// call may end and the test read the times.
+				mu.Lock()
+				if i == 0 {
+					firstWrite = time.Now()
+				}
+				lastWrite = time.Now()
+				mu.Unlock()
+				io.WriteString(conn, piece)
+			}
+			return !closing
+		})
+		c := openConform(t, p, url, nil)
+		calls := []struct {
+			vu   uint64
+			path string
+		}{{1, "/"}, {1, "/close"}, {1, "/"}, {1, "/"}, {2, "/"}, {2, "/"}}
+		connects := 0
+		for i, tc := range calls {
+			what := "call " + strconv.Itoa(i+1)
+			o := call(t, c, tc.vu, get(tc.path), true, false)
+			if !ok(t, what, o, 200) {
+				continue
+			}
+			mu.Lock()
+			first, last := firstWrite, lastWrite
+			mu.Unlock()
+			s := o.request
+			if string(s.Body) != "abcdefghi" {
+				t.Errorf("%s: body %q", what, s.Body)
+			}
+			if o.ttfb == nil {
+				t.Errorf("%s: no ttfb sample", what)
+			} else {
+				fb := o.ttfb
+				if fb.Value <= 0 || fb.Value > s.Value {
+					t.Errorf("%s: ttfb %v of a call of %v", what, fb.Value, s.Value)
+				}
+				if fb.Time.Before(first) || !fb.Time.Before(last) {
+					t.Errorf("%s: first byte %v after the server's first write, want from 0 and before its last write at %v",
+						what, fb.Time.Sub(first), last.Sub(first))
+				}
+				if fb.Status != 200 {
+					t.Errorf("%s: ttfb sample status %d", what, fb.Status)
+				}
+			}
+			if s.Time.Before(last) {
+				t.Errorf("%s: the call ended %v before the server's last write", what, last.Sub(s.Time))
+			}
+			if o.connect != nil {
+				connects++
+				if o.connect.Value <= 0 || o.connect.Value > s.Value {
+					t.Errorf("%s: connect %v of a call of %v", what, o.connect.Value, s.Value)
+				}
+			}
+		}
+		if accepted := ta.accepted.Load(); accepted != 3 || connects != 3 {
+			t.Errorf("%d connect samples; the server accepted %d connections; want 3: one per VU and one after Connection: close", connects, accepted)
+		}
+		if got := ta.requests.Load(); got != int64(len(calls)) {
+			t.Errorf("the server read %d requests for %d calls", got, len(calls))
+		}
+	})
+}
