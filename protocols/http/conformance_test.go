@@ -11,6 +11,7 @@ package http
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"io"
 	"net"
@@ -1277,5 +1278,163 @@ func TestConformSlowServer(t *testing.T) {
 		if got := ta.requests.Load(); got != int64(len(calls)) {
 			t.Errorf("the server read %d requests for %d calls", got, len(calls))
 		}
+	})
+}
+
+// TestConformGzip checks compressed responses, as issue 14 defines them:
+// when the request asks for gzip, checks and captures see the decoded
+// body, while the byte counts stay the wire's, the compressed bytes the
+// server wrote. A body that does not decode fails the call rather than
+// handing the check garbage. A request that does not ask gets the body as
+// it is.
+func TestConformGzip(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		var doc strings.Builder
+		doc.WriteString(`{"items":[`)
+		for i := range 200 {
+			if i > 0 {
+				doc.WriteByte(',')
+			}
+			doc.WriteString(`{"id":` + strconv.Itoa(i) + `,"name":"item ` + strconv.Itoa(i) + `","tags":["a","b"]}`)
+		}
+		doc.WriteString(`]}`)
+		plain := doc.String()
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		io.WriteString(zw, plain)
+		zw.Close()
+		gz := zipped.Bytes()
+		badCRC := bytes.Clone(gz)
+		badCRC[len(badCRC)-8] ^= 0xff // the trailer's CRC-32
+
+		var compressed atomic.Int64 // responses the server compressed
+		srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+				io.WriteString(w, plain)
+				return
+			}
+			compressed.Add(1)
+			w.Header().Set("Content-Encoding", "gzip")
+			switch r.URL.Path {
+			case "/chunked":
+				w.(nethttp.Flusher).Flush()
+				for i := 0; i < len(gz); i += 100 {
+					w.Write(gz[i:min(i+100, len(gz))])
+				}
+			case "/corrupt":
+				io.WriteString(w, "this is not gzip at all, whatever the header says")
+			case "/truncated":
+				w.Write(gz[:len(gz)/2])
+			case "/bad-crc":
+				w.Write(badCRC)
+			default:
+				w.Header().Set("Content-Length", strconv.Itoa(len(gz)))
+				w.Write(gz)
+			}
+		})
+		c := openConform(t, p, srv.URL, nil)
+		gzipped := func(path string) cty.Value {
+			return req(map[string]cty.Value{"path": cty.StringVal(path), "headers": strMap("Accept-Encoding", "gzip")})
+		}
+
+		for _, path := range []string{"/", "/chunked"} {
+			what := "gzip " + path
+			before := mark(ta)
+			o := call(t, c, 1, gzipped(path), true, false)
+			if !ok(t, what, o, 200) {
+				continue
+			}
+			checkWire(t, what, o.request, ta, before)
+			if got := o.request.Body; string(got) != plain {
+				t.Errorf("%s: Body is %d bytes beginning %q; want the decoded JSON, %d bytes beginning %q",
+					what, len(got), got[:min(len(got), 12)], len(plain), plain[:12])
+			}
+			if o.request.BytesReceived >= int64(len(plain)) {
+				t.Errorf("%s: %d bytes received for %d of JSON compressed to %d", what, o.request.BytesReceived, len(plain), len(gz))
+			}
+		}
+
+		before := mark(ta)
+		o := call(t, c, 1, get("/"), true, false)
+		if ok(t, "no gzip asked", o, 200) {
+			checkWire(t, "no gzip asked", o.request, ta, before)
+			if string(o.request.Body) != plain {
+				t.Errorf("no gzip asked: Body is %d bytes, want the %d of JSON as sent", len(o.request.Body), len(plain))
+			}
+		}
+
+		for _, path := range []string{"/corrupt", "/truncated", "/bad-crc"} {
+			o := call(t, c, 1, gzipped(path), true, false)
+			if s := o.request; s.Error != protocols.ErrProtocol || s.Message == "" {
+				t.Errorf("gzip %s: sample status %d, error %q, message %q, %d bytes of body; want a protocol failure that says why",
+					path, s.Status, s.Error, s.Message, len(s.Body))
+			}
+		}
+		ok(t, "the call after the corrupt ones", call(t, c, 1, gzipped("/"), false, false), 200)
+		if got, want := ta.requests.Load(), int64(7); got != want || compressed.Load() != want-1 {
+			t.Errorf("the server read %d requests, compressed %d; want %d and %d", got, compressed.Load(), want, want-1)
+		}
+	})
+}
+
+// TestConformConnectionsPerVU checks connections_per_vu = 3 with one VU
+// making 9 calls in a row. Each VU may hold up to 3 connections, so the
+// server sees no more than 3, and every call on one of them. The engine of
+// issue 14 goes further: a VU rotates its calls over its connections, so
+// the server sees exactly 3; net/http reuses the one idle connection, so
+// that subtest fails on net/http's transport.
+func TestConformConnectionsPerVU(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		const perVU, calls = 3, 9
+		run := func(t *testing.T) (addrs map[string]int, ta *tally) {
+			var mu sync.Mutex
+			addrs = map[string]int{}
+			srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				mu.Lock()
+				addrs[r.RemoteAddr]++
+				mu.Unlock()
+				io.WriteString(w, "ok")
+			})
+			c := openConform(t, p, srv.URL, map[string]cty.Value{"connections_per_vu": cty.NumberIntVal(perVU)})
+			connects := 0
+			for i := range calls {
+				before := mark(ta)
+				o := call(t, c, 1, get("/"), false, false)
+				if ok(t, "call "+strconv.Itoa(i+1), o, 200) {
+					checkWire(t, "call "+strconv.Itoa(i+1), o.request, ta, before)
+				}
+				if o.connect != nil {
+					connects++
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			total := 0
+			for _, n := range addrs {
+				total += n
+			}
+			if requests := ta.requests.Load(); requests != calls || total != calls {
+				t.Errorf("the server read %d requests (%d by address) for %d calls", requests, total, calls)
+			}
+			if accepted := ta.accepted.Load(); int(accepted) != connects || int(accepted) < len(addrs) {
+				t.Errorf("the server accepted %d connections, carrying requests from %d addresses; hload reported %d connects",
+					accepted, len(addrs), connects)
+			}
+			return addrs, ta
+		}
+		t.Run("at most connections_per_vu", func(t *testing.T) {
+			addrs, ta := run(t)
+			if accepted := ta.accepted.Load(); accepted > perVU || len(addrs) > perVU {
+				t.Errorf("the server accepted %d connections, carrying calls from %v; want at most %d", accepted, addrs, perVU)
+			}
+		})
+		t.Run("exactly connections_per_vu, the calls rotated over them", func(t *testing.T) {
+			addrs, ta := run(t)
+			if accepted := ta.accepted.Load(); accepted != perVU || len(addrs) != perVU {
+				t.Errorf("the server accepted %d connections, carrying calls from %v; want the VU's %d, its calls rotated over them",
+					accepted, addrs, perVU)
+			}
+		})
 	})
 }
