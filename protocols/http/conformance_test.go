@@ -17,6 +17,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,8 @@ import (
 // deadline of the context each call is made with.
 const conformTimeout = "3s"
 
-// tally is what a test server counted itself.
-type tally struct {
+// serverTally is what a test server counted itself.
+type serverTally struct {
 	accepted atomic.Int64 // connections accepted
 	requests atomic.Int64 // requests read, whole
 	written  atomic.Int64 // bytes written on the TCP connections, TLS records included
@@ -48,7 +49,7 @@ type tally struct {
 // server blocked writing to a client that stopped reading ends too.
 type tallyListener struct {
 	net.Listener
-	tally *tally
+	tally *serverTally
 	mu    sync.Mutex
 	conns []net.Conn
 	done  bool
@@ -60,7 +61,7 @@ func newTallyListener(t *testing.T) *tallyListener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &tallyListener{Listener: ln, tally: &tally{}}
+	l := &tallyListener{Listener: ln, tally: &serverTally{}}
 	t.Cleanup(l.closeAll)
 	return l
 }
@@ -97,7 +98,7 @@ func (l *tallyListener) closeAll() {
 // may finish its call and the test read the tally before Write returns.
 type tallyConn struct {
 	net.Conn
-	tally *tally
+	tally *serverTally
 	tcp   *net.TCPConn
 	id    int64 // accept order, from 1
 }
@@ -125,7 +126,7 @@ func (c *tallyConn) reset() {
 // listener, with TLS when useTLS. configure, when set, adjusts the server
 // before it starts. Requests are counted when the handler begins: after
 // the server read them, before it answers.
-func countedServer(t *testing.T, useTLS bool, configure func(*httptest.Server), h nethttp.HandlerFunc) (*httptest.Server, *tally) {
+func countedServer(t *testing.T, useTLS bool, configure func(*httptest.Server), h nethttp.HandlerFunc) (*httptest.Server, *serverTally) {
 	t.Helper()
 	l := newTallyListener(t)
 	srv := httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -146,16 +147,16 @@ func countedServer(t *testing.T, useTLS bool, configure func(*httptest.Server), 
 	return srv, l.tally
 }
 
-// answerFunc answers one request a raw server read on conn, whose body it
+// rawAnswer answers one request a raw server read on conn, whose body it
 // was given, by writing the bytes it wants, and says whether to read
 // another request on the connection; the server closes it otherwise.
 // served is how many requests the connection carried, this one included.
-type answerFunc func(conn *tallyConn, served int, r *nethttp.Request, body []byte) (keep bool)
+type rawAnswer func(conn *tallyConn, served int, r *nethttp.Request, body []byte) (keep bool)
 
 // rawHTTPServer reads requests by hand with net/http's parser and answers
 // each with whatever bytes answer writes: the server for responses that
 // net/http's server would never send. It returns the server's URL.
-func rawHTTPServer(t *testing.T, answer answerFunc) (string, *tally) {
+func rawHTTPServer(t *testing.T, answer rawAnswer) (string, *serverTally) {
 	t.Helper()
 	l := newTallyListener(t)
 	go func() {
@@ -164,13 +165,13 @@ func rawHTTPServer(t *testing.T, answer answerFunc) (string, *tally) {
 			if err != nil {
 				return
 			}
-			go serveRaw(conn.(*tallyConn), answer)
+			go serveRawConn(conn.(*tallyConn), answer)
 		}
 	}()
 	return "http://" + l.Addr().String(), l.tally
 }
 
-func serveRaw(conn *tallyConn, answer answerFunc) {
+func serveRawConn(conn *tallyConn, answer rawAnswer) {
 	defer conn.Close()
 	br := bufio.NewReader(conn)
 	for served := 1; ; served++ {
@@ -189,9 +190,9 @@ func serveRaw(conn *tallyConn, answer answerFunc) {
 	}
 }
 
-// outcome is all that one call emitted. The request sample's Body and
+// callOutcome is all that one call emitted. The request sample's Body and
 // Headers are copied during emit, as a capture reads them.
-type outcome struct {
+type callOutcome struct {
 	request  protocols.Sample
 	ttfb     *protocols.Sample
 	connect  *protocols.Sample
@@ -199,13 +200,13 @@ type outcome struct {
 	other    []string // metrics besides request, ttfb and connect
 }
 
-// call makes one call for vu, bounded by testTimeout, and checks that it
+// conformCall makes one call for vu, bounded by testTimeout, and checks that it
 // emitted exactly one request sample.
-func call(t testing.TB, c protocols.Client, vu uint64, r cty.Value, keepBody, keepHeaders bool) outcome {
+func conformCall(t testing.TB, c protocols.Client, vu uint64, r cty.Value, keepBody, keepHeaders bool) callOutcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	var o outcome
+	var o callOutcome
 	c.Do(ctx, protocols.Call{VU: vu, Request: r, KeepBody: keepBody, KeepHeaders: keepHeaders}, func(s protocols.Sample) {
 		switch s.Metric {
 		case protocols.MetricRequest:
@@ -246,14 +247,14 @@ func openConform(t *testing.T, p protocols.Protocol, url string, set map[string]
 	return open(t, p, url, attrs)
 }
 
-// get is a GET of path.
-func get(path string) cty.Value {
+// getPath is a GET of path.
+func getPath(path string) cty.Value {
 	return req(map[string]cty.Value{"path": cty.StringVal(path)})
 }
 
-// pattern is n bytes that differ from one position to the next, so that a
+// bodyPattern is n bytes that differ from one position to the next, so that a
 // body cut, shifted or joined from the wrong pieces does not compare equal.
-func pattern(n int) []byte {
+func bodyPattern(n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = 'a' + byte((i+i/26)%26)
@@ -261,14 +262,15 @@ func pattern(n int) []byte {
 	return b
 }
 
-// wireCheck compares one call's byte counts with what the server wrote
-// and read during it; before is the tally's figures before the call. Only
+// serverMark is a server's byte counts at one moment.
+type serverMark struct{ written, read int64 }
+
+func markServer(ta *serverTally) serverMark { return serverMark{ta.written.Load(), ta.read.Load()} }
+
+// checkWireBytes compares one call's byte counts with what the server wrote
+// and read during it; before is the server's counts before the call. Only
 // a test whose calls do not overlap can use it.
-type wireMark struct{ written, read int64 }
-
-func mark(ta *tally) wireMark { return wireMark{ta.written.Load(), ta.read.Load()} }
-
-func checkWire(t *testing.T, what string, s protocols.Sample, ta *tally, before wireMark) {
+func checkWireBytes(t *testing.T, what string, s protocols.Sample, ta *serverTally, before serverMark) {
 	t.Helper()
 	if got, want := s.BytesReceived, ta.written.Load()-before.written; got != want {
 		t.Errorf("%s: BytesReceived = %d; the server wrote %d bytes on the wire", what, got, want)
@@ -278,8 +280,9 @@ func checkWire(t *testing.T, what string, s protocols.Sample, ta *tally, before 
 	}
 }
 
-// ok is a call that succeeded with status.
-func ok(t *testing.T, what string, o outcome, status int) bool {
+// conformOK reports whether a call succeeded with status, and says so
+// when it did not.
+func conformOK(t *testing.T, what string, o callOutcome, status int) bool {
 	t.Helper()
 	s := o.request
 	if s.Error != protocols.ErrNone || s.Status != status || s.Message != "" {
@@ -303,7 +306,7 @@ func TestConformContentLength(t *testing.T) {
 				}
 			}
 			w.Header().Set("Content-Length", strconv.Itoa(n))
-			w.Write(pattern(n))
+			w.Write(bodyPattern(n))
 		})
 		c := openConform(t, p, srv.URL, nil)
 		calls := 0
@@ -313,14 +316,14 @@ func TestConformContentLength(t *testing.T) {
 				if !keepBody {
 					what += " not kept"
 				}
-				before := mark(ta)
-				o := call(t, c, 1, get("/"+strconv.Itoa(n)), keepBody, false)
+				before := markServer(ta)
+				o := conformCall(t, c, 1, getPath("/"+strconv.Itoa(n)), keepBody, false)
 				calls++
-				if !ok(t, what, o, 200) {
+				if !conformOK(t, what, o, 200) {
 					continue
 				}
-				checkWire(t, what, o.request, ta, before)
-				if keepBody && !bytes.Equal(o.request.Body, pattern(n)) {
+				checkWireBytes(t, what, o.request, ta, before)
+				if keepBody && !bytes.Equal(o.request.Body, bodyPattern(n)) {
 					t.Errorf("%s: kept %d bytes, want the %d the server wrote", what, len(o.request.Body), n)
 				}
 				if !keepBody && o.request.Body != nil {
@@ -345,13 +348,13 @@ func TestConformContentLength(t *testing.T) {
 func TestConformChunked(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		t.Run("net/http", func(t *testing.T) {
-			big := pattern(1 << 20)
+			big := bodyPattern(1 << 20)
 			srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 				f := w.(nethttp.Flusher)
 				f.Flush() // the header goes out without a length: the body is chunked
 				switch r.URL.Path {
 				case "/bytewise":
-					for _, b := range pattern(2000) {
+					for _, b := range bodyPattern(2000) {
 						w.Write([]byte{b})
 						f.Flush()
 					}
@@ -366,18 +369,18 @@ func TestConformChunked(t *testing.T) {
 				path string
 				want []byte
 			}{
-				{"/bytewise", pattern(2000)},
+				{"/bytewise", bodyPattern(2000)},
 				{"/big", big},
 				{"/empty", nil},
-				{"/bytewise", pattern(2000)},
+				{"/bytewise", bodyPattern(2000)},
 			}
 			for _, tc := range cases {
-				before := mark(ta)
-				o := call(t, c, 1, get(tc.path), true, false)
-				if !ok(t, tc.path, o, 200) {
+				before := markServer(ta)
+				o := conformCall(t, c, 1, getPath(tc.path), true, false)
+				if !conformOK(t, tc.path, o, 200) {
 					continue
 				}
-				checkWire(t, tc.path, o.request, ta, before)
+				checkWireBytes(t, tc.path, o.request, ta, before)
 				if !bytes.Equal(o.request.Body, tc.want) {
 					t.Errorf("%s: kept %d bytes, want the %d decoded", tc.path, len(o.request.Body), len(tc.want))
 				}
@@ -417,13 +420,13 @@ func TestConformChunked(t *testing.T) {
 			c := openConform(t, p, url, nil)
 			calls := 0
 			for _, path := range []string{"/extensions", "/upper", "/trailers", "/padded", "/trailers", "/extensions"} {
-				before := mark(ta)
-				o := call(t, c, 1, get(path), true, true)
+				before := markServer(ta)
+				o := conformCall(t, c, 1, getPath(path), true, true)
 				calls++
-				if !ok(t, path, o, 200) {
+				if !conformOK(t, path, o, 200) {
 					continue
 				}
-				checkWire(t, path, o.request, ta, before)
+				checkWireBytes(t, path, o.request, ta, before)
 				if got := string(o.request.Body); got != want[path] {
 					t.Errorf("%s: body %q, want %q", path, got, want[path])
 				}
@@ -473,19 +476,19 @@ func TestConformBodiless(t *testing.T) {
 			xa     string
 		}{
 			{"HEAD with a Content-Length", req(map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal("/head")}), 200, "", "head"},
-			{"204", get("/204"), 204, "", "204"},
-			{"304 with a Content-Length", get("/304"), 304, "", "304"},
-			{"100 Continue before a 200", get("/100"), 200, "final", "final"},
-			{"103 Early Hints before a 200", get("/103"), 200, "final", "final"},
-			{"100 and two 103 before a 200", get("/1xx"), 200, "final", "final"},
+			{"204", getPath("/204"), 204, "", "204"},
+			{"304 with a Content-Length", getPath("/304"), 304, "", "304"},
+			{"100 Continue before a 200", getPath("/100"), 200, "final", "final"},
+			{"103 Early Hints before a 200", getPath("/103"), 200, "final", "final"},
+			{"100 and two 103 before a 200", getPath("/1xx"), 200, "final", "final"},
 		}
 		calls := 0
 		for _, tc := range cases {
-			before := mark(ta)
-			o := call(t, c, 1, tc.r, true, true)
+			before := markServer(ta)
+			o := conformCall(t, c, 1, tc.r, true, true)
 			calls++
-			if ok(t, tc.name, o, tc.status) {
-				checkWire(t, tc.name, o.request, ta, before)
+			if conformOK(t, tc.name, o, tc.status) {
+				checkWireBytes(t, tc.name, o.request, ta, before)
 				if got := string(o.request.Body); got != tc.body {
 					t.Errorf("%s: body %q, want %q", tc.name, got, tc.body)
 				}
@@ -493,11 +496,11 @@ func TestConformBodiless(t *testing.T) {
 					t.Errorf("%s: X-A = %q, want the final response's %q", tc.name, got, tc.xa)
 				}
 			}
-			before = mark(ta)
-			o = call(t, c, 1, get("/ok"), true, false)
+			before = markServer(ta)
+			o = conformCall(t, c, 1, getPath("/ok"), true, false)
 			calls++
-			if ok(t, "the call after "+tc.name, o, 200) {
-				checkWire(t, "the call after "+tc.name, o.request, ta, before)
+			if conformOK(t, "the call after "+tc.name, o, 200) {
+				checkWireBytes(t, "the call after "+tc.name, o.request, ta, before)
 				if string(o.request.Body) != "ok" {
 					t.Errorf("the call after %s: body %q, want %q", tc.name, o.request.Body, "ok")
 				}
@@ -518,7 +521,7 @@ func TestConformBodiless(t *testing.T) {
 // on the closed one.
 func TestConformReadToClose(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
-		body := pattern(100000)
+		body := bodyPattern(100000)
 		url, ta := rawHTTPServer(t, func(conn *tallyConn, _ int, r *nethttp.Request, _ []byte) bool {
 			io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n")
 			for i := 0; i < len(body); i += 25000 {
@@ -530,12 +533,12 @@ func TestConformReadToClose(t *testing.T) {
 		const calls = 3
 		for i := range calls {
 			what := "call " + strconv.Itoa(i+1)
-			before := mark(ta)
-			o := call(t, c, 1, get("/"), true, false)
-			if !ok(t, what, o, 200) {
+			before := markServer(ta)
+			o := conformCall(t, c, 1, getPath("/"), true, false)
+			if !conformOK(t, what, o, 200) {
 				continue
 			}
-			checkWire(t, what, o.request, ta, before)
+			checkWireBytes(t, what, o.request, ta, before)
 			if !bytes.Equal(o.request.Body, body) {
 				t.Errorf("%s: kept %d bytes, want the %d the server wrote before closing", what, len(o.request.Body), len(body))
 			}
@@ -572,7 +575,7 @@ func TestConformConnectionClose(t *testing.T) {
 		cases := []struct {
 			name string
 			url  string
-			ta   *tally
+			ta   *serverTally
 		}{
 			{"Connection: close", httpClose.URL, closeTally},
 			{"HTTP/1.0 with a length", http10, tally10},
@@ -590,7 +593,7 @@ func TestConformConnectionClose(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						for range perVU {
-							o := call(t, c, vu, get("/"), true, false)
+							o := conformCall(t, c, vu, getPath("/"), true, false)
 							mu.Lock()
 							if o.request.Error == "" && o.request.Status == 200 && string(o.request.Body) == "hello" {
 								succeeded++
@@ -654,7 +657,7 @@ func TestConformIdleTimeout(t *testing.T) {
 					if i > 0 {
 						time.Sleep(pause)
 					}
-					o := call(t, c, vu, get("/"), false, false)
+					o := conformCall(t, c, vu, getPath("/"), false, false)
 					if o.request.Error == "" && o.request.Status == 200 {
 						succeeded.Add(1)
 					} else {
@@ -737,7 +740,7 @@ func TestConformResetRule(t *testing.T) {
 				defer wg.Done()
 				for i := range perVU {
 					id := "/vu" + strconv.FormatUint(vu, 10) + "/call" + strconv.Itoa(i)
-					r := get(id)
+					r := getPath(id)
 					// A connection carries three calls in a row; the kind
 					// shifts from one triple to the next, so that the third
 					// call, which may meet a reset, is each kind in turn.
@@ -748,7 +751,7 @@ func TestConformResetRule(t *testing.T) {
 					case 2:
 						r = req(map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal(id)})
 					}
-					o := call(t, c, vu, r, false, false)
+					o := conformCall(t, c, vu, r, false, false)
 					results <- result{id, o.request.Error, o.request.Message, o.connect != nil}
 				}
 			}()
@@ -841,7 +844,7 @@ func TestConformRedirects(t *testing.T) {
 			case path == "/away":
 				w.Header().Set("Location", other.URL+"/there")
 				w.WriteHeader(nethttp.StatusTemporaryRedirect)
-			case sscan(path, "/hop/", &n) && n > 0:
+			case pathNumber(path, "/hop/", &n) && n > 0:
 				w.Header().Set("Location", "/hop/"+strconv.Itoa(n-1))
 				w.WriteHeader(nethttp.StatusFound)
 			default:
@@ -864,16 +867,16 @@ func TestConformRedirects(t *testing.T) {
 			{"303 turns POST into GET", post("/code/303", "data"), "GET 303 body=", 2, 0},
 			{"307 keeps POST and its body", post("/code/307", "data307"), "POST 307 body=data307", 2, 0},
 			{"308 keeps POST and its body", post("/code/308", "data308"), "POST 308 body=data308", 2, 0},
-			{"301 keeps GET", get("/code/301"), "GET 301 body=", 2, 0},
-			{"relative Location", get("/dir/relative"), "at /dir/next?q=1", 2, 0},
-			{"Location with ..", get("/dir/up"), "at /top?", 2, 0},
+			{"301 keeps GET", getPath("/code/301"), "GET 301 body=", 2, 0},
+			{"relative Location", getPath("/dir/relative"), "at /dir/next?q=1", 2, 0},
+			{"Location with ..", getPath("/dir/up"), "at /top?", 2, 0},
 			{"another server", post("/away", "far"), "other POST /there far", 1, 1},
-			{"a chain of 5", get("/hop/5"), "at /hop/0?", 6, 0},
+			{"a chain of 5", getPath("/hop/5"), "at /hop/0?", 6, 0},
 		}
 		for _, tc := range cases {
 			mine, others := ta.requests.Load(), otherTally.requests.Load()
-			o := call(t, c, 1, tc.r, true, false)
-			if ok(t, tc.name, o, 200) && string(o.request.Body) != tc.body {
+			o := conformCall(t, c, 1, tc.r, true, false)
+			if conformOK(t, tc.name, o, 200) && string(o.request.Body) != tc.body {
 				t.Errorf("%s: body %q, want %q", tc.name, o.request.Body, tc.body)
 			}
 			if got, gotOther := ta.requests.Load()-mine, otherTally.requests.Load()-others; got != tc.hops || gotOther != tc.otherHops {
@@ -889,7 +892,7 @@ func TestConformRedirects(t *testing.T) {
 		t.Run("max_redirects exceeded", func(t *testing.T) {
 			c := openConform(t, p, srv.URL, map[string]cty.Value{"max_redirects": cty.NumberIntVal(2)})
 			before := ta.requests.Load()
-			o := call(t, c, 1, get("/hop/5"), true, false)
+			o := conformCall(t, c, 1, getPath("/hop/5"), true, false)
 			s := o.request
 			// net/http hands back the last redirect's status with the
 			// error; an engine may report none. Either way it is one failed
@@ -904,8 +907,8 @@ func TestConformRedirects(t *testing.T) {
 		t.Run("follow_redirects = false", func(t *testing.T) {
 			c := openConform(t, p, srv.URL, map[string]cty.Value{"follow_redirects": cty.False})
 			before := ta.requests.Load()
-			o := call(t, c, 1, post("/code/307", "kept"), true, true)
-			if ok(t, "307 not followed", o, 307) {
+			o := conformCall(t, c, 1, post("/code/307", "kept"), true, true)
+			if conformOK(t, "307 not followed", o, 307) {
 				if got := o.request.Headers["Location"]; len(got) != 1 || got[0] != "/landed?from=307&sent=kept" {
 					t.Errorf("Location = %q", got)
 				}
@@ -920,8 +923,8 @@ func TestConformRedirects(t *testing.T) {
 	})
 }
 
-// sscan reads the number after prefix in s.
-func sscan(s, prefix string, n *int) bool {
+// pathNumber reads the number after prefix in s.
+func pathNumber(s, prefix string, n *int) bool {
 	rest, found := strings.CutPrefix(s, prefix)
 	if !found {
 		return false
@@ -985,8 +988,8 @@ func TestConformCookies(t *testing.T) {
 					if vu == vus || i == 0 {
 						want = ""
 					}
-					o := call(t, c, vu, get(path), true, false)
-					if ok(t, "VU "+id, o, 200) && string(o.request.Body) != want {
+					o := conformCall(t, c, vu, getPath(path), true, false)
+					if conformOK(t, "VU "+id, o, 200) && string(o.request.Body) != want {
 						t.Errorf("VU %d call %d: the server saw cookie %q, want %q", vu, i+1, o.request.Body, want)
 					}
 				}
@@ -998,8 +1001,8 @@ func TestConformCookies(t *testing.T) {
 		}
 
 		before := ta.requests.Load()
-		o := call(t, c, vus+1, get("/hop?vu="+strconv.Itoa(vus+1)), false, false)
-		ok(t, "a cookie set on a redirect", o, 200)
+		o := conformCall(t, c, vus+1, getPath("/hop?vu="+strconv.Itoa(vus+1)), false, false)
+		conformOK(t, "a cookie set on a redirect", o, 200)
 		if got := ta.requests.Load() - before; got != 2 {
 			t.Errorf("the server read %d requests for a call with one redirect, want 2", got)
 		}
@@ -1034,15 +1037,15 @@ func TestConformTLS(t *testing.T) {
 			for vu := uint64(1); vu <= vus; vu++ {
 				for i := range perVU {
 					what := "VU " + strconv.FormatUint(vu, 10) + " call " + strconv.Itoa(i+1)
-					before := mark(ta)
-					o := call(t, c, vu, req(map[string]cty.Value{"body": cty.StringVal("over tls")}), true, false)
+					before := markServer(ta)
+					o := conformCall(t, c, vu, req(map[string]cty.Value{"body": cty.StringVal("over tls")}), true, false)
 					if o.connect != nil {
 						connects++
 					}
-					if !ok(t, what, o, 200) {
+					if !conformOK(t, what, o, 200) {
 						continue
 					}
-					checkWire(t, what, o.request, ta, before)
+					checkWireBytes(t, what, o.request, ta, before)
 					if got := string(o.request.Body); got != "HTTP/1.1 over tls" {
 						t.Errorf("%s: body %q", what, got)
 					}
@@ -1068,8 +1071,8 @@ func TestConformTLS(t *testing.T) {
 			c := openConform(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True, "http2": cty.True})
 			const calls = 4
 			for i := range calls {
-				o := call(t, c, 1, get("/"), true, false)
-				if ok(t, "call "+strconv.Itoa(i+1), o, 200) {
+				o := conformCall(t, c, 1, getPath("/"), true, false)
+				if conformOK(t, "call "+strconv.Itoa(i+1), o, 200) {
 					if string(o.request.Body) != "HTTP/2.0" {
 						t.Errorf("call %d: body %q, want HTTP/2.0", i+1, o.request.Body)
 					}
@@ -1146,15 +1149,15 @@ func TestConformMisbehaving(t *testing.T) {
 					return true
 				})
 				c := openConform(t, p, url, nil)
-				ok(t, "the call before", call(t, c, 1, get("/ok"), false, false), 200)
-				o := call(t, c, 1, get("/bad"), true, true)
+				conformOK(t, "the call before", conformCall(t, c, 1, getPath("/ok"), false, false), 200)
+				o := conformCall(t, c, 1, getPath("/bad"), true, true)
 				s := o.request
-				if !slicesContains(tc.kinds, s.Error) || s.Message == "" || (s.Status != 0 && !(tc.inBody && s.Status == 200)) {
+				if !slices.Contains(tc.kinds, s.Error) || s.Message == "" || (s.Status != 0 && !(tc.inBody && s.Status == 200)) {
 					t.Errorf("sample status %d, error %q, message %q; want one of %q with a message", s.Status, s.Error, s.Message, tc.kinds)
 				} else {
 					t.Logf("%s: %s", s.Error, s.Message)
 				}
-				ok(t, "the call after", call(t, c, 1, get("/ok"), false, false), 200)
+				conformOK(t, "the call after", conformCall(t, c, 1, getPath("/ok"), false, false), 200)
 				if requests, accepted := ta.requests.Load(), ta.accepted.Load(); requests != 3 || accepted != 2 {
 					t.Errorf("the server read %d requests on %d connections, want 3 on 2: the bad response's connection was reused or its request sent again",
 						requests, accepted)
@@ -1172,7 +1175,7 @@ func TestConformMisbehaving(t *testing.T) {
 				return true
 			})
 			c := openConform(t, p, url, nil)
-			o := call(t, c, 1, get("/"), true, true)
+			o := conformCall(t, c, 1, getPath("/"), true, true)
 			s := o.request
 			switch s.Error {
 			case protocols.ErrNone:
@@ -1191,15 +1194,6 @@ func TestConformMisbehaving(t *testing.T) {
 			}
 		})
 	})
-}
-
-func slicesContains(kinds []protocols.ErrorKind, k protocols.ErrorKind) bool {
-	for _, x := range kinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // TestConformSlowServer checks the timings of a response that comes in
@@ -1243,8 +1237,8 @@ func TestConformSlowServer(t *testing.T) {
 		connects := 0
 		for i, tc := range calls {
 			what := "call " + strconv.Itoa(i+1)
-			o := call(t, c, tc.vu, get(tc.path), true, false)
-			if !ok(t, what, o, 200) {
+			o := conformCall(t, c, tc.vu, getPath(tc.path), true, false)
+			if !conformOK(t, what, o, 200) {
 				continue
 			}
 			mu.Lock()
@@ -1347,12 +1341,12 @@ func TestConformGzip(t *testing.T) {
 
 		for _, path := range []string{"/", "/chunked"} {
 			what := "gzip " + path
-			before := mark(ta)
-			o := call(t, c, 1, gzipped(path), true, false)
-			if !ok(t, what, o, 200) {
+			before := markServer(ta)
+			o := conformCall(t, c, 1, gzipped(path), true, false)
+			if !conformOK(t, what, o, 200) {
 				continue
 			}
-			checkWire(t, what, o.request, ta, before)
+			checkWireBytes(t, what, o.request, ta, before)
 			if got := o.request.Body; string(got) != plain {
 				t.Errorf("%s: Body is %d bytes beginning %q; want the decoded JSON, %d bytes beginning %q",
 					what, len(got), got[:min(len(got), 12)], len(plain), plain[:12])
@@ -1362,23 +1356,23 @@ func TestConformGzip(t *testing.T) {
 			}
 		}
 
-		before := mark(ta)
-		o := call(t, c, 1, get("/"), true, false)
-		if ok(t, "no gzip asked", o, 200) {
-			checkWire(t, "no gzip asked", o.request, ta, before)
+		before := markServer(ta)
+		o := conformCall(t, c, 1, getPath("/"), true, false)
+		if conformOK(t, "no gzip asked", o, 200) {
+			checkWireBytes(t, "no gzip asked", o.request, ta, before)
 			if string(o.request.Body) != plain {
 				t.Errorf("no gzip asked: Body is %d bytes, want the %d of JSON as sent", len(o.request.Body), len(plain))
 			}
 		}
 
 		for _, path := range []string{"/corrupt", "/truncated", "/bad-crc"} {
-			o := call(t, c, 1, gzipped(path), true, false)
+			o := conformCall(t, c, 1, gzipped(path), true, false)
 			if s := o.request; s.Error != protocols.ErrProtocol || s.Message == "" {
 				t.Errorf("gzip %s: sample status %d, error %q, message %q, %d bytes of body; want a protocol failure that says why",
 					path, s.Status, s.Error, s.Message, len(s.Body))
 			}
 		}
-		ok(t, "the call after the corrupt ones", call(t, c, 1, gzipped("/"), false, false), 200)
+		conformOK(t, "the call after the corrupt ones", conformCall(t, c, 1, gzipped("/"), false, false), 200)
 		if got, want := ta.requests.Load(), int64(7); got != want || compressed.Load() != want-1 {
 			t.Errorf("the server read %d requests, compressed %d; want %d and %d", got, compressed.Load(), want, want-1)
 		}
@@ -1394,7 +1388,7 @@ func TestConformGzip(t *testing.T) {
 func TestConformConnectionsPerVU(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		const perVU, calls = 3, 9
-		run := func(t *testing.T) (addrs map[string]int, ta *tally) {
+		run := func(t *testing.T) (addrs map[string]int, ta *serverTally) {
 			var mu sync.Mutex
 			addrs = map[string]int{}
 			srv, ta := countedServer(t, false, nil, func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -1406,10 +1400,10 @@ func TestConformConnectionsPerVU(t *testing.T) {
 			c := openConform(t, p, srv.URL, map[string]cty.Value{"connections_per_vu": cty.NumberIntVal(perVU)})
 			connects := 0
 			for i := range calls {
-				before := mark(ta)
-				o := call(t, c, 1, get("/"), false, false)
-				if ok(t, "call "+strconv.Itoa(i+1), o, 200) {
-					checkWire(t, "call "+strconv.Itoa(i+1), o.request, ta, before)
+				before := markServer(ta)
+				o := conformCall(t, c, 1, getPath("/"), false, false)
+				if conformOK(t, "call "+strconv.Itoa(i+1), o, 200) {
+					checkWireBytes(t, "call "+strconv.Itoa(i+1), o.request, ta, before)
 				}
 				if o.connect != nil {
 					connects++
