@@ -44,6 +44,10 @@ type processTimes struct {
 	// running: they wanted a CPU and did not get one (Linux only).
 	wait      time.Duration
 	waitKnown bool
+	// plugins is the part of cpu that hload's plugin processes used; it
+	// is in cpu too, and their threads' wait in wait: the generator is
+	// hload and its plugins, on the same cores.
+	plugins time.Duration
 }
 
 // processMeter reads the process's counters; its values only grow.
@@ -66,6 +70,7 @@ func (u *usage) add(v usage) {
 	u.wall += v.wall
 	u.cpu += v.cpu
 	u.wait += v.wait
+	u.plugins += v.plugins
 	u.cpuKnown, u.waitKnown = v.cpuKnown, v.waitKnown
 	u.late = max(u.late, v.late)
 }
@@ -169,6 +174,7 @@ func (g *generatorWatch) observe(late float64, final bool) string {
 	u := usage{wall: at.Sub(g.lastAt), late: late, processTimes: processTimes{
 		cpu: now.cpu - g.last.cpu, cpuKnown: now.cpuKnown && g.last.cpuKnown,
 		wait: now.wait - g.last.wait, waitKnown: now.waitKnown && g.last.waitKnown,
+		plugins: now.plugins - g.last.plugins,
 	}}
 	g.last, g.lastAt = now, at
 	if u.wall <= 0 {
@@ -242,8 +248,13 @@ func (g *generatorWatch) because() string {
 	if n := g.kinds[saturatedLate]; n > 0 {
 		what = append(what, fmt.Sprintf("%d started open-model iterations more than %.0f ms late (p99, up to %.1f ms) while busy", n, lateStart, g.lateMax))
 	}
-	s := fmt.Sprintf("hload may use %s; it was saturated in %d of %d intervals (%s); in an interval it used up to %s of it",
-		coresText(g.cores), g.saturated, g.judged, strings.Join(what, "; "), percent(g.utilizationMax))
+	plugins := ""
+	if g.total.plugins > 0 {
+		plugins = fmt.Sprintf(", its plugin processes included (they used %s of its CPU time, %.1f s)",
+			percent(float64(g.total.plugins)/float64(max(1, g.total.cpu))), g.total.plugins.Seconds())
+	}
+	s := fmt.Sprintf("hload may use %s%s; it was saturated in %d of %d intervals (%s); in an interval it used up to %s of it",
+		coresText(g.cores), plugins, g.saturated, g.judged, strings.Join(what, "; "), percent(g.utilizationMax))
 	if g.total.waitKnown {
 		s += fmt.Sprintf(", and its threads waited for a CPU up to %s (several threads may wait at once)", percent(g.waitShareMax))
 	}
@@ -264,6 +275,10 @@ func (g *generatorWatch) figures() *metrics.GeneratorFigures {
 		CPUUtilizationMean: round4(g.utilizationMean()),
 		Intervals:          g.judged,
 		SaturatedIntervals: g.saturated,
+	}
+	if g.total.plugins > 0 {
+		secs := round4(g.total.plugins.Seconds())
+		f.PluginCPUSeconds = &secs
 	}
 	if g.total.waitKnown {
 		share := round4(g.waitShareMax)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,17 +13,32 @@ import (
 )
 
 // selfMeter reads the process's CPU time from getrusage, and the run-queue
-// wait of each of its threads from /proc/self/task/*/schedstat.
+// wait of each of its threads from /proc/self/task/*/schedstat. It adds
+// those of hload's child processes, its protocol plugins: a plugin
+// process does part of the generator's work on the same cores, and a
+// saturated plugin measures itself as much as hload would.
 type selfMeter struct {
 	// waited is each thread's run-queue wait at the last read, so that a
 	// thread that exits takes only its last, unread part with it.
 	waited map[string]time.Duration
 	wait   time.Duration // the sum of every thread's growth so far
-	buf    []byte
+	// ran and childWaited are each child thread's CPU time and wait at
+	// the last read, keyed "pid/tid"; childCPU and childWait the sums of
+	// their growth.
+	ran         map[string]time.Duration
+	childWaited map[string]time.Duration
+	childCPU    time.Duration
+	childWait   time.Duration
+	buf         []byte
 }
 
 func newSelfMeter() processMeter {
-	return &selfMeter{waited: map[string]time.Duration{}, buf: make([]byte, 128)}
+	return &selfMeter{
+		waited:      map[string]time.Duration{},
+		ran:         map[string]time.Duration{},
+		childWaited: map[string]time.Duration{},
+		buf:         make([]byte, 128),
+	}
 }
 
 func (m *selfMeter) read() processTimes {
@@ -30,7 +46,60 @@ func (m *selfMeter) read() processTimes {
 	t.cpu, t.cpuKnown = rusageCPU()
 	t.waitKnown = m.readWait()
 	t.wait = m.wait
+	if t.cpuKnown && t.waitKnown {
+		m.readChildren()
+		t.plugins = m.childCPU
+		t.cpu += m.childCPU
+		t.wait += m.childWait
+	}
 	return t
+}
+
+// readChildren adds the growth of every child thread's CPU time and
+// run-queue wait since the last read. The children are listed by the
+// kernel per thread of hload (/proc/self/task/*/children); a child's CPU
+// is the sum of its threads' schedstat, in ns, rather than its
+// /proc/PID/stat, which counts in ticks of 10 ms.
+func (m *selfMeter) readChildren() {
+	tids, err := taskIDs("/proc/self/task")
+	if err != nil {
+		return
+	}
+	ran := make(map[string]time.Duration, len(m.ran))
+	waited := make(map[string]time.Duration, len(m.childWaited))
+	for _, tid := range tids {
+		b, err := os.ReadFile("/proc/self/task/" + tid + "/children")
+		if err != nil {
+			continue
+		}
+		for _, pid := range strings.Fields(string(b)) {
+			threads, err := taskIDs("/proc/" + pid + "/task")
+			if err != nil {
+				continue // it exited meanwhile
+			}
+			for _, ctid := range threads {
+				cpu, wait, ok := m.schedstat("/proc/" + pid + "/task/" + ctid + "/schedstat")
+				if !ok {
+					continue
+				}
+				key := pid + "/" + ctid
+				ran[key], waited[key] = cpu, wait
+				m.childCPU += max(0, cpu-m.ran[key])
+				m.childWait += max(0, wait-m.childWaited[key])
+			}
+		}
+	}
+	m.ran, m.childWaited = ran, waited
+}
+
+// taskIDs lists the thread ids under dir, a /proc/PID/task.
+func taskIDs(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }
 
 // rusageCPU is the user and system time of every thread of the process,
@@ -48,12 +117,7 @@ func rusageCPU() (time.Duration, bool) {
 // waiting for a CPU, in ns. /proc/self/schedstat alone would be the main
 // thread's; the Go runtime runs goroutines on several.
 func (m *selfMeter) readWait() bool {
-	dir, err := os.Open("/proc/self/task")
-	if err != nil {
-		return false
-	}
-	tids, err := dir.Readdirnames(-1)
-	dir.Close()
+	tids, err := taskIDs("/proc/self/task")
 	if err != nil || len(tids) == 0 {
 		return false
 	}
@@ -73,24 +137,32 @@ func (m *selfMeter) readWait() bool {
 }
 
 func (m *selfMeter) threadWait(tid string) (time.Duration, bool) {
-	f, err := os.Open("/proc/self/task/" + tid + "/schedstat")
+	_, wait, ok := m.schedstat("/proc/self/task/" + tid + "/schedstat")
+	return wait, ok
+}
+
+// schedstat reads a thread's schedstat: the time it ran and the time it
+// waited on a run queue, both in ns.
+func (m *selfMeter) schedstat(path string) (ran, wait time.Duration, ok bool) {
+	f, err := os.Open(path)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	n, err := f.Read(m.buf)
 	f.Close()
 	if err != nil || n == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	fields := bytes.Fields(m.buf[:n])
 	if len(fields) < 2 {
-		return 0, false
+		return 0, 0, false
 	}
-	ns, err := strconv.ParseInt(string(fields[1]), 10, 64)
-	if err != nil {
-		return 0, false
+	r, err1 := strconv.ParseInt(string(fields[0]), 10, 64)
+	w, err2 := strconv.ParseInt(string(fields[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
 	}
-	return time.Duration(ns), true
+	return time.Duration(r), time.Duration(w), true
 }
 
 // availableCores is the CPU cores the process may use: GOMAXPROCS, or

@@ -2,8 +2,10 @@ package core
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,6 +49,12 @@ func statCPU(t *testing.T) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return statFields(t, b)
+}
+
+// statFields is utime + stime of a /proc/PID/stat line.
+func statFields(t *testing.T, b []byte) time.Duration {
+	t.Helper()
 	// The command name may hold spaces; the fields after it do not.
 	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	utime, err1 := strconv.ParseInt(fields[11], 10, 64) // field 14 of the whole line
@@ -55,4 +63,53 @@ func statCPU(t *testing.T) time.Duration {
 		t.Fatalf("/proc/self/stat: %q", b)
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// TestSelfMeterCountsChildren: the CPU of a child process, as a plugin
+// process is, counts in the meter's reading, and equals the child's own
+// account as the kernel hands it to wait4 once it is gone.
+func TestSelfMeterCountsChildren(t *testing.T) {
+	m := newSelfMeter()
+	before := m.read()
+	child := exec.Command("sh", "-c", "while :; do :; done")
+	if err := child.Start(); err != nil {
+		t.Fatalf("sh: %v", err)
+	}
+	defer child.Process.Kill()
+	// Let it run until the kernel counted 300 ms of its CPU, or 5 s.
+	deadline := time.Now().Add(5 * time.Second)
+	for childCPU(t, child.Process.Pid) < 300*time.Millisecond && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Stopped, it uses no more CPU between the meter's reading and its end.
+	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	after := m.read()
+	child.Process.Kill()
+	child.Wait()
+	ru := child.ProcessState.SysUsage().(*syscall.Rusage)
+	want := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	got := after.plugins - before.plugins
+	t.Logf("meter: children %v, all %v; the child's rusage %v", got, after.cpu-before.cpu, want)
+	if want < 200*time.Millisecond {
+		t.Fatalf("the child ran only %v of CPU in 5 s; the machine is too busy to tell", want)
+	}
+	if diff := got - want; diff > 20*time.Millisecond || diff < -20*time.Millisecond {
+		t.Errorf("meter counted %v of the child's CPU, its rusage says %v", got, want)
+	}
+	if after.cpu-before.cpu < got {
+		t.Errorf("the process's CPU grew %v, less than its child's %v: children must count in it", after.cpu-before.cpu, got)
+	}
+}
+
+// childCPU is utime + stime of /proc/PID/stat.
+func childCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return statFields(t, b)
 }

@@ -159,6 +159,64 @@ func TestGeneratorSaturation(t *testing.T) {
 	})
 }
 
+// TestGeneratorCountsPluginProcesses: with the target isolated in a
+// plugin process, hload and the plugin are one generator. Both pinned to
+// one core and sending flat out, they saturate it together: the summary
+// says so, names the plugin processes, and its CPU time is theirs
+// together, as the kernel counted the whole process tree when it ended.
+func TestGeneratorCountsPluginProcesses(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("hload reads its plugin processes' CPU from Linux's /proc")
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Fatalf("taskset (util-linux) is not on PATH: %v", err)
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range 1024 {
+		if set.IsSet(i) {
+			cpu = i
+		}
+	}
+	srv := newPathCounter(t, nil)
+	src := strings.Replace(generatorClosed, "base_url = var.base_url", "base_url = var.base_url\n  isolate  = true", 1)
+	before := srv.count("/r")
+	// The kernel's count covers the plugin process too: hload waits for
+	// it before it exits, and wait4 adds a child's reaped children.
+	r, treeCPU := pinnedHload(t, taskset, strconv.Itoa(cpu), src, srv.URL)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	sum := exportedSummary(t, filepath.Join(r.dir, "summary.json"))
+	g := sum.Generator
+	if g == nil {
+		t.Fatal("the summary has no generator figures")
+	}
+	plugin := 0.0
+	if g.PluginCPUSeconds != nil {
+		plugin = *g.PluginCPUSeconds
+	}
+	t.Logf("%s; plugin %.3f CPU-s; hload and its plugin by the kernel %v", describeGenerator(g), plugin, treeCPU)
+	if plugin < 0.2*g.CPUSeconds {
+		t.Errorf("plugin_cpu_seconds %.3f of cpu_seconds %.3f: the plugin process, which sends every request, is not counted", plugin, g.CPUSeconds)
+	}
+	// Without the plugin's share, cpu_seconds would be hload's alone,
+	// about half of the tree's.
+	if g.CPUSeconds < 0.7*treeCPU.Seconds() || g.CPUSeconds > treeCPU.Seconds()*1.01+0.005 {
+		t.Errorf("cpu_seconds %.3f, the kernel counted %.3f s for hload and its plugin", g.CPUSeconds, treeCPU.Seconds())
+	}
+	if !g.Saturated || !strings.Contains(g.Reason, "its plugin processes included") {
+		t.Errorf("hload and its plugin sending flat out on one core: want saturated, naming the plugin processes; %s", describeGenerator(g))
+	}
+	if got, served := sum.Scenarios["closed"].Requests["r"].Count, int64(srv.count("/r")-before); got != served || got == 0 {
+		t.Errorf("summary counts %d calls, the server %d", got, served)
+	}
+}
+
 // checkGeneratorFigures holds the generator figures against each other and
 // against the kernel's count of the process's CPU time: the run is most of
 // the process's life, never more.

@@ -198,8 +198,13 @@ type GeneratorFigures struct {
 	// when its CPU affinity allows fewer.
 	CPUCoresAvailable int `json:"cpu_cores_available"`
 	// CPUSeconds is the user and system CPU time of the process over the
-	// run.
+	// run, its plugin processes' included.
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// PluginCPUSeconds is the part of CPUSeconds that hload's protocol
+	// plugin processes used; absent without plugin processes (Linux
+	// only). Their CPU and run-queue wait count in every figure here: a
+	// plugin process works for the generator on the same cores.
+	PluginCPUSeconds *float64 `json:"plugin_cpu_seconds,omitempty"`
 	// CPUUtilizationMax and CPUUtilizationMean are the CPU time used as
 	// a fraction of the available cores' time: the highest of an
 	// interval, and over the whole run. 0 where hload cannot read its own
