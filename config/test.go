@@ -236,11 +236,11 @@ type Request struct {
 	ContinueOnFailure bool
 	DeclRange         hcl.Range
 
-	static  map[string]cty.Value      // attributes evaluated at load (nulls filled in)
-	dynamic map[string]hcl.Expression // attributes evaluated per iteration
-	types   map[string]cty.Type       // attribute types from the RequestSpec
-	base    *hcl.EvalContext          // var, local and functions
-	value   cty.Value                 // the whole object when there is nothing dynamic
+	static  map[string]cty.Value // attributes evaluated at load (nulls filled in)
+	dynamic []dynamicAttr        // attributes evaluated per iteration, in key order
+	types   map[string]cty.Type  // attribute types from the RequestSpec
+	base    *hcl.EvalContext     // var, local and functions
+	value   cty.Value            // the whole object when there is nothing dynamic
 
 	scenario    string        // the scenario's name
 	scenarioVal cty.Value     // scenario = { name } for Value, built once
