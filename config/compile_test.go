@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -333,4 +335,129 @@ func FuzzCompiledMatchesHCL(f *testing.F) {
 		}
 		sameValue(t, src, got, want)
 	})
+}
+
+// interpretOnly drops the compiled forms of test's requests, so that
+// every per-call expression goes through HCL, as before compile.go.
+func interpretOnly(test *Test) {
+	for _, s := range test.Scenarios {
+		for _, r := range s.Requests {
+			for i := range r.dynamic {
+				r.dynamic[i].node = nil
+			}
+			r.extra.letNode, r.extra.deliveryNode = nil, nil
+		}
+	}
+}
+
+// compiledFiles are requests of every compiled shape, and one attribute
+// (form) that HCL keeps, beside compiled ones.
+var compiledFiles = map[string]string{
+	"users.csv": "email,id\nada@example.com,1\nzoë@example.com,2\ne\u0301@example.com,3\n",
+	"test.hcl": `
+variable "sku" { default = "A-100" }
+locals { prefix = "/api" }
+data "csv" "users" { path = "users.csv" }
+target "shop" { base_url = "http://127.0.0.1:8080" }
+scenario "shop" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  setup {
+    request "login" {
+      capture { token = json("token") }
+    }
+  }
+  flow "order" {
+    request "post" {
+      method = "POST"
+      path   = "${local.prefix}/orders/${random_string(8)}"
+      query  = { page = "1", user = data.users.id, n = vu.iteration }
+      json = {
+        sku       = var.sku
+        quantity  = random_int(1, 9)
+        price     = 19.99
+        tags      = ["red", random_choice(["small", "big"])]
+        user      = data.users.email
+        vu        = vu.id
+        iteration = vu.iteration
+        id        = uuid()
+      }
+      headers = { Authorization = "Bearer ${vu.vars.token}", X-Scenario = scenario.name }
+      form    = { big = vu.id > 3 ? "yes" : "no" }
+    }
+    request "let" {
+      let      = { uid = random_int(1, 1000000), tag = "t-${vu.id}" }
+      path     = "/users/${let.uid}"
+      json     = { userId = let.uid, tag = let.tag }
+      delivery = { key = "user-${let.uid}", id = "${scenario.name}-${vu.id}-${vu.iteration}" }
+    }
+  }
+}
+`,
+}
+
+// loadFixed loads compiledFiles with fixed draws: two loads draw alike.
+func loadFixed(t *testing.T) *Test {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range compiledFiles {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := testOptions()
+	opts.FixedDraws = true
+	test, diags := Load([]string{filepath.Join(dir, "test.hcl")}, opts)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	return test
+}
+
+// TestEvalCompiledMatchesInterpreted: Eval gives the same requests and
+// deliveries, compiled or through HCL, for the same draws.
+func TestEvalCompiledMatchesInterpreted(t *testing.T) {
+	compiled, interpreted := loadFixed(t), loadFixed(t)
+	interpretOnly(interpreted)
+	want := map[string][]string{"post": {"headers", "json", "path", "query"}, "let": {"json", "path"}}
+	for _, r := range compiled.Scenarios[0].Requests[1:] {
+		var got []string
+		for _, a := range r.dynamic {
+			if a.node != nil {
+				got = append(got, a.key)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want[r.Name]) {
+			t.Errorf("request %s: compiled %v, want %v", r.Name, got, want[r.Name])
+		}
+		if r.Name == "let" && (r.extra.letNode == nil || r.extra.deliveryNode == nil) {
+			t.Errorf("let or delivery not compiled")
+		}
+	}
+	feeder := compiled.Feeders[0]
+	for i := range 200 {
+		it := Iteration{
+			VU: uint64(i%5 + 1), Iteration: uint64(i), Scenario: "shop",
+			Data: map[string]cty.Value{"users": feeder.Row(i % 3)},
+			Vars: map[string]cty.Value{"token": cty.StringVal(fmt.Sprintf("tok%d", i))},
+		}
+		for j, r := range compiled.Scenarios[0].Requests[1:] {
+			v, d, diags := r.Eval(it)
+			w, wd, wdiags := interpreted.Scenarios[0].Requests[j+1].Eval(it)
+			if diags.HasErrors() || wdiags.HasErrors() {
+				t.Fatalf("%s: %v / %v", r.Name, diags, wdiags)
+			}
+			sameValue(t, fmt.Sprintf("%s, iteration %d", r.Name, i), v, w)
+			if d != wd {
+				t.Fatalf("%s, iteration %d: delivery %+v, HCL's %+v", r.Name, i, d, wd)
+			}
+		}
+	}
+	// A missing capture reads as HCL says, both ways.
+	post := compiled.Scenarios[0].Requests[1]
+	_, _, diags := post.Eval(Iteration{VU: 1, Data: map[string]cty.Value{"users": feeder.Row(0)}})
+	if want := `This object does not have an attribute named "token".`; !strings.Contains(diags.Error(), want) {
+		t.Errorf("missing capture: %v; want %q", diags, want)
+	}
 }
