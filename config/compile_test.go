@@ -461,3 +461,57 @@ func TestEvalCompiledMatchesInterpreted(t *testing.T) {
 		t.Errorf("missing capture: %v; want %q", diags, want)
 	}
 }
+
+// BenchmarkEval measures Eval of the dynamic POST of protocols/http's
+// BenchmarkRequests, compiled and all through HCL (as before compile.go),
+// in one run.
+func BenchmarkEval(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "users.csv"), []byte("email\nada@example.com\nbob@example.com\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	src := []byte(`
+data "csv" "users" { path = "users.csv" }
+target "t" { base_url = "http://127.0.0.1:9" }
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  request "r" {
+    method = "POST"
+    path   = "/orders/${random_string(8)}"
+    query  = { page = "1", sort = "price" }
+    json = {
+      sku       = "A-100"
+      quantity  = random_int(1, 9)
+      price     = 19.99
+      gift      = false
+      tags      = ["red", "small"]
+      user      = data.users.email
+      vu        = vu.id
+      iteration = vu.iteration
+    }
+  }
+}
+`)
+	for _, mode := range []string{"compiled", "hcl"} {
+		b.Run(mode, func(b *testing.B) {
+			test, diags := Parse(map[string][]byte{"test.hcl": src}, dir, testOptions())
+			if diags.HasErrors() {
+				b.Fatal(diags.Error())
+			}
+			if mode == "hcl" {
+				interpretOnly(test)
+			}
+			r := test.Scenarios[0].Requests[0]
+			it := Iteration{VU: 1, Scenario: "s", Data: map[string]cty.Value{"users": test.Feeders[0].Row(0)}}
+			b.ReportAllocs()
+			for b.Loop() {
+				it.Iteration++
+				if _, _, diags := r.Eval(it); diags.HasErrors() {
+					b.Fatal(diags.Error())
+				}
+			}
+		})
+	}
+}
