@@ -248,7 +248,7 @@ func (k *compiler) function(e *hclsyntax.FunctionCallExpr) node {
 		lo, ok1 := wholeArg(args[0])
 		hi, ok2 := wholeArg(args[1])
 		if ok1 && ok2 && lo <= hi {
-			return randomInt{d: k.draws, lo: lo, hi: hi}
+			return randomInt{d: k.draws, lo: lo, hi: hi, values: smallInts(lo, hi)}
 		}
 	case e.Name == "random_string" && len(args) == 1:
 		if n, ok := wholeArg(args[0]); ok && n >= 0 && n <= maxRandomString {
@@ -478,10 +478,32 @@ func (n letValue) write(b *strings.Builder, c *call) bool { return writeValue(b,
 type randomInt struct {
 	d      draws
 	lo, hi int64
+	values []cty.Value // lo..hi made at load, when they are few
 }
 
 func (n randomInt) value(*call) (cty.Value, bool) {
-	return cty.NumberIntVal(drawInt(n.d, n.lo, n.hi)), true
+	i := drawInt(n.d, n.lo, n.hi)
+	if n.values != nil {
+		return n.values[i-n.lo], true
+	}
+	return cty.NumberIntVal(i), true
+}
+
+// maxSmallInts bounds the values of a random_int made at load.
+const maxSmallInts = 1024
+
+// smallInts returns the numbers lo..hi as values, or nil when they are
+// many: a cty number is a *big.Float, allocated on every call otherwise.
+// Values are never modified, so the calls can share them.
+func smallInts(lo, hi int64) []cty.Value {
+	if uint64(hi)-uint64(lo) >= maxSmallInts {
+		return nil
+	}
+	values := make([]cty.Value, hi-lo+1)
+	for i := range values {
+		values[i] = cty.NumberIntVal(lo + int64(i))
+	}
+	return values
 }
 
 func (n randomInt) write(b *strings.Builder, _ *call) bool {
