@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -513,5 +514,44 @@ scenario "s" {
 				}
 			}
 		})
+	}
+}
+
+// TestCompiledEvalConcurrent: VUs share a request's compiled form (run it
+// with -race).
+func TestCompiledEvalConcurrent(t *testing.T) {
+	test := mustLoadFiles(t, compiledFiles)
+	feeder := test.Feeders[0]
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for vu := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				it := Iteration{
+					VU: uint64(vu + 1), Iteration: uint64(i), Scenario: "shop",
+					Data: map[string]cty.Value{"users": feeder.Row(i % 3)},
+					Vars: map[string]cty.Value{"token": cty.StringVal("tok")},
+				}
+				for _, r := range test.Scenarios[0].Requests[1:] {
+					v, _, diags := r.Eval(it)
+					if diags.HasErrors() {
+						errs <- diags
+						return
+					}
+					if r.Name != "post" {
+						continue
+					}
+					if n, _ := v.GetAttr("json").GetAttr("iteration").AsBigFloat().Int64(); n != int64(i) {
+						errs <- fmt.Errorf("vu %d iteration %d: json.iteration %d", vu+1, i, n)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
