@@ -7,6 +7,7 @@ package config
 import (
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -238,6 +239,7 @@ type Request struct {
 
 	static  map[string]cty.Value // attributes evaluated at load (nulls filled in)
 	dynamic []dynamicAttr        // attributes evaluated per iteration, in key order
+	scratch sync.Pool            // maps of attributes for Eval, see attrs
 	types   map[string]cty.Type  // attribute types from the RequestSpec
 	base    *hcl.EvalContext     // var, local and functions
 	value   cty.Value            // the whole object when there is nothing dynamic
