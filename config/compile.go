@@ -42,6 +42,10 @@ import (
 // a template) gives up, and the attribute is evaluated through HCL for that
 // call: the messages stay HCL's own. The differential tests in
 // compile_test.go hold both paths to the same values and types.
+//
+// What is left per call is mostly cty.ObjectVal, for the request's object
+// and each dynamic object in it: cty has no way to build an object of a
+// type known in advance, so each call builds the type's maps again.
 
 // node is a compiled expression.
 type node interface {
