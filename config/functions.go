@@ -131,7 +131,14 @@ const loadSeed = 12
 // draws of one request do not depend on the others. Load is single
 // threaded; the generator is not safe for concurrent use.
 func loadFunctions() map[string]function.Function {
-	d := rand.New(rand.NewPCG(loadSeed, loadSeed))
+	return randomFunctions(loadDraws())
+}
+
+// loadDraws returns a generator seeded with loadSeed.
+func loadDraws() draws { return rand.New(rand.NewPCG(loadSeed, loadSeed)) }
+
+// randomFunctions returns the random functions, drawing from d.
+func randomFunctions(d draws) map[string]function.Function {
 	return map[string]function.Function{
 		"random_int":    randomIntFunc(d),
 		"random_choice": randomChoiceFunc(d),
@@ -162,17 +169,23 @@ func randomIntFunc(d draws) function.Function {
 			if lo > hi {
 				return cty.NilVal, function.NewArgErrorf(1, "max (%d) is less than min (%d)", hi, lo)
 			}
-			// The span is computed in uint64 so that the full int64 range works.
-			span := uint64(hi) - uint64(lo)
-			var r uint64
-			if span == math.MaxUint64 {
-				r = d.Uint64()
-			} else {
-				r = d.Uint64N(span + 1)
-			}
-			return cty.NumberIntVal(lo + int64(r)), nil
+			return cty.NumberIntVal(drawInt(d, lo, hi)), nil
 		},
 	})
+}
+
+// drawInt is random_int's draw, lo <= hi, shared with its compiled form
+// (see compile.go) so that both give the same values from the same draws.
+func drawInt(d draws, lo, hi int64) int64 {
+	// The span is computed in uint64 so that the full int64 range works.
+	span := uint64(hi) - uint64(lo)
+	var r uint64
+	if span == math.MaxUint64 {
+		r = d.Uint64()
+	} else {
+		r = d.Uint64N(span + 1)
+	}
+	return lo + int64(r)
 }
 
 // randomChoiceFunc returns random_choice(list): one element of a non-empty
@@ -227,13 +240,20 @@ func randomStringFunc(d draws) function.Function {
 			if !ok || n < 0 || n > maxRandomString {
 				return cty.NilVal, function.NewArgErrorf(0, "n must be a whole number between 0 and %d", maxRandomString)
 			}
-			b := make([]byte, n)
-			for i := range b {
-				b[i] = alphanumeric[d.IntN(len(alphanumeric))]
-			}
-			return cty.StringVal(string(b)), nil
+			var b strings.Builder
+			drawString(&b, d, int(n))
+			return cty.StringVal(b.String()), nil
 		},
 	})
+}
+
+// drawString writes random_string(n)'s draw to b; its compiled form
+// shares it, and writes straight into the template it is part of.
+func drawString(b *strings.Builder, d draws, n int) {
+	b.Grow(n)
+	for range n {
+		b.WriteByte(alphanumeric[d.IntN(len(alphanumeric))])
+	}
 }
 
 // uuidFunc returns uuid(): a random (version 4) UUID.
@@ -242,19 +262,28 @@ func uuidFunc(d draws) function.Function {
 		Description: "Returns a random UUID (version 4).",
 		Type:        function.StaticReturnType(cty.String),
 		Impl: func([]cty.Value, cty.Type) (cty.Value, error) {
-			var id uuid.UUID
-			var err error
-			if _, run := d.(runDraws); run {
-				id, err = uuid.NewRandom() // crypto/rand, as before
-			} else {
-				id, err = uuid.NewRandomFromReader(drawReader{d})
-			}
+			id, err := drawUUID(d)
 			if err != nil {
 				return cty.NilVal, err
 			}
-			return cty.StringVal(id.String()), nil
+			return cty.StringVal(id), nil
 		},
 	})
+}
+
+// drawUUID is uuid()'s draw, shared with its compiled form.
+func drawUUID(d draws) (string, error) {
+	var id uuid.UUID
+	var err error
+	if _, run := d.(runDraws); run {
+		id, err = uuid.NewRandom() // crypto/rand, as before
+	} else {
+		id, err = uuid.NewRandomFromReader(drawReader{d})
+	}
+	if err != nil {
+		return "", err
+	}
+	return id.String(), nil
 }
 
 // drawReader reads bytes from draws, for uuid's reader.

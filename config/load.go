@@ -108,6 +108,9 @@ type loader struct {
 	opts  Options
 	test  *Test
 	funcs map[string]function.Function
+	// draws are what funcs' random functions draw from, for the compiled
+	// forms of the requests' expressions (see compile.go).
+	draws draws
 
 	// varCtx has only functions: variable defaults cannot use var or local.
 	varCtx *hcl.EvalContext
@@ -175,8 +178,10 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		feeders:   map[string]*feederEntry{},
 		plugins:   map[string]bool{},
 	}
+	l.draws = runDraws{}
 	if opts.FixedDraws {
-		maps.Copy(l.funcs, loadFunctions())
+		l.draws = loadDraws()
+		maps.Copy(l.funcs, randomFunctions(l.draws))
 	}
 	l.varCtx = &hcl.EvalContext{Functions: l.funcs}
 

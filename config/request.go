@@ -58,11 +58,13 @@ var requestCoreSchema = &hcl.BodySchema{
 // and delivery, which the core records in the run's ledger of sent ids.
 type requestExtras struct {
 	let        hcl.Expression // nil when the request has no let
+	letNode    node           // let compiled, when it is dynamic and can be
 	letDynamic bool           // let is evaluated per call
 	letValue   cty.Value      // let's value when static, else its sample value
 	letNames   []string       // let's attribute names, for messages
 
 	delivery        hcl.Expression // set when delivery is evaluated per call
+	deliveryNode    node           // delivery compiled, when it can be
 	deliveryStatic  Delivery       // the delivery when it is static
 	deliveryDecl    hcl.Range      // the delivery attribute, for run-time messages
 	hasLetReference bool           // a dynamic expression uses let
@@ -305,8 +307,15 @@ func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalCont
 	sort.Strings(x.letNames)
 	if dynamic {
 		l.noteDynamic(r, attr.Expr)
+		x.letNode = l.compiler(r, l.base).compile(attr.Expr)
 	}
 	return diags
+}
+
+// compiler returns the compiler of r's dynamic expressions, whose constant
+// parts are evaluated in base.
+func (l *loader) compiler(r *Request, base *hcl.EvalContext) *compiler {
+	return &compiler{r: r, base: base, draws: l.draws}
 }
 
 // letContexts returns the contexts a request's attributes are evaluated
@@ -392,6 +401,7 @@ func (l *loader) decodeDelivery(r *Request, attr *hcl.Attribute, sample *hcl.Eva
 	x.deliveryDecl = attr.Expr.Range()
 	if dynamic {
 		x.delivery = attr.Expr
+		x.deliveryNode = l.compiler(r, r.base).compile(attr.Expr)
 		l.noteDynamic(r, attr.Expr)
 	} else {
 		x.deliveryStatic = d
@@ -449,7 +459,8 @@ func (l *loader) validateRequest(r *Request, content *hcl.BodyContent, attrs []s
 	}
 	values := make(map[string]cty.Value, len(r.types))
 	maps.Copy(values, r.static)
-	for key := range r.dynamic {
+	for _, a := range r.dynamic {
+		key := a.key
 		s, ok := samples[key]
 		if !ok {
 			return nil // reported when the attribute was decoded
@@ -614,10 +625,13 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 			continue
 		}
 		if dynamic {
-			if r.dynamic == nil {
-				r.dynamic = map[string]hcl.Expression{}
-			}
-			r.dynamic[sa.key] = attr.Expr
+			// attrs are in key order, and so are the dynamic ones.
+			r.dynamic = append(r.dynamic, dynamicAttr{
+				key:  sa.key,
+				expr: attr.Expr,
+				ty:   sa.spec.Type,
+				node: l.compiler(r, r.base).compile(attr.Expr),
+			})
 			l.noteDynamic(r, attr.Expr)
 			delete(r.static, sa.key)
 			samples[sa.key] = v
@@ -766,78 +780,59 @@ func (r *Request) Value(it Iteration) (cty.Value, hcl.Diagnostics) {
 }
 
 // Eval returns what Value returns, plus the call's delivery: its let is
-// evaluated once and shared by both. Eval is safe for concurrent use.
+// evaluated once and shared by both. The expressions run in their compiled
+// form where it exists, else through HCL (see compile.go). Eval is safe
+// for concurrent use.
 func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 	x := &r.extra
 	if len(r.dynamic) == 0 && x.delivery == nil {
 		return r.value, x.deliveryStatic, nil
 	}
-	scenario := r.scenarioVal
-	if it.Scenario != "" && it.Scenario != r.scenario {
-		scenario = scenarioValue(it.Scenario)
-	}
-	ctx := r.base.NewChild()
-	ctx.Variables = map[string]cty.Value{rootScenario: scenario}
-	if r.usesVU {
-		vu := map[string]cty.Value{
-			"id":        cty.NumberUIntVal(it.VU),
-			"iteration": cty.NumberUIntVal(it.Iteration),
-		}
-		if r.usesVars {
-			vu[vuVars] = cty.EmptyObjectVal
-			if len(it.Vars) > 0 {
-				vu[vuVars] = cty.ObjectVal(it.Vars)
-			}
-		}
-		ctx.Variables[rootVU] = cty.ObjectVal(vu)
-	}
 	var diags hcl.Diagnostics
-	if len(r.feeders) > 0 {
-		for _, f := range r.feeders {
-			if _, ok := it.Data[f.Name]; !ok {
-				diags = append(diags, errorDiag(r.DeclRange, fmt.Sprintf("No row of data.%s", f.Name),
-					"Request %q uses data block %q, but the iteration carries no row of it in Iteration.Data.", r.Name, f.Name))
-			}
+	for _, f := range r.feeders {
+		if _, ok := it.Data[f.Name]; !ok {
+			diags = append(diags, errorDiag(r.DeclRange, fmt.Sprintf("No row of data.%s", f.Name),
+				"Request %q uses data block %q, but the iteration carries no row of it in Iteration.Data.", r.Name, f.Name))
 		}
-		if diags.HasErrors() {
-			return cty.NilVal, Delivery{}, diags
-		}
-		ctx.Variables[rootData] = cty.ObjectVal(it.Data)
 	}
+	if diags.HasErrors() {
+		return cty.NilVal, Delivery{}, diags
+	}
+	c := &call{r: r, it: it}
 	if x.letDynamic && x.hasLetReference {
 		// let is evaluated without let in scope: it cannot refer to itself.
-		v, d := x.let.Value(ctx)
+		v, d := c.eval(x.let, x.letNode)
 		if d.HasErrors() {
 			return cty.NilVal, Delivery{}, append(diags, d...)
 		}
-		ctx.Variables[rootLet] = v
+		c.setLet(v)
 	}
 	value := r.value
 	if len(r.dynamic) > 0 {
 		attrs := make(map[string]cty.Value, len(r.types))
 		maps.Copy(attrs, r.static)
-		for key, expr := range r.dynamic {
-			v, d := expr.Value(ctx)
+		for _, a := range r.dynamic {
+			v, d := c.eval(a.expr, a.node)
 			diags = append(diags, d...)
 			if d.HasErrors() {
 				continue
 			}
-			if ty := r.types[key]; !v.Type().Equals(ty) && ty != cty.DynamicPseudoType {
-				cv, err := convert.Convert(v, ty)
+			if !v.Type().Equals(a.ty) && a.ty != cty.DynamicPseudoType {
+				cv, err := convert.Convert(v, a.ty)
 				if err != nil {
-					diags = append(diags, errorDiag(expr.Range(), "Incorrect attribute value type",
-						"Inappropriate value for attribute %q of request %q: %s.", key, r.Name, err))
+					diags = append(diags, errorDiag(a.expr.Range(), "Incorrect attribute value type",
+						"Inappropriate value for attribute %q of request %q: %s.", a.key, r.Name, err))
 					continue
 				}
 				v = cv
 			}
-			attrs[key] = v
+			attrs[a.key] = v
 		}
 		value = cty.ObjectVal(attrs)
 	}
 	delivery := x.deliveryStatic
 	if x.delivery != nil {
-		v, d := x.delivery.Value(ctx)
+		v, d := c.eval(x.delivery, x.deliveryNode)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			var err error
@@ -856,4 +851,12 @@ func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 // value, for tests of the packages that run requests.
 func NewStaticRequest(name, target, protocol string, weight int, value cty.Value) *Request {
 	return &Request{Name: name, Target: target, Protocol: protocol, Weight: weight, value: value}
+}
+
+// dynamicAttr is a request attribute evaluated per call.
+type dynamicAttr struct {
+	key  string         // in the request's value
+	expr hcl.Expression // for HCL, and the messages
+	ty   cty.Type       // the protocol's type for it
+	node node           // expr compiled, or nil (see compile.go)
 }

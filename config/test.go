@@ -7,6 +7,7 @@ package config
 import (
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -236,11 +237,12 @@ type Request struct {
 	ContinueOnFailure bool
 	DeclRange         hcl.Range
 
-	static  map[string]cty.Value      // attributes evaluated at load (nulls filled in)
-	dynamic map[string]hcl.Expression // attributes evaluated per iteration
-	types   map[string]cty.Type       // attribute types from the RequestSpec
-	base    *hcl.EvalContext          // var, local and functions
-	value   cty.Value                 // the whole object when there is nothing dynamic
+	static  map[string]cty.Value // attributes evaluated at load (nulls filled in)
+	dynamic []dynamicAttr        // attributes evaluated per iteration, in key order
+	scratch sync.Pool            // maps of attributes for Eval, see attrs
+	types   map[string]cty.Type  // attribute types from the RequestSpec
+	base    *hcl.EvalContext     // var, local and functions
+	value   cty.Value            // the whole object when there is nothing dynamic
 
 	scenario    string        // the scenario's name
 	scenarioVal cty.Value     // scenario = { name } for Value, built once
