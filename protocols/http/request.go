@@ -50,14 +50,31 @@ type rendered struct {
 }
 
 // scratch is what a VU keeps from one rendering to the next, so that the
-// next costs less.
+// next costs less (see render_cache.go).
 type scratch struct {
-	// lastPath and lastURL are the URL of the last call without a query
-	// attribute: most requests repeat their path.
-	lastPath string
-	lastURL  *url.URL
-	// json is the buffer a json attribute is encoded into.
-	json []byte
+	// out is the rendering the fields below describe, valid when the
+	// last call to render into it succeeded, for cfg.
+	out   *rendered
+	cfg   *targetConfig
+	valid bool
+	// last holds the attributes out was rendered from: an attribute
+	// equal to its last value keeps what out holds of it.
+	last struct {
+		timeout, expected, method, headers, query, path cty.Value
+		hasBody                                         bool
+		contentType                                     []string
+	}
+	// attrs are the attributes of the call being rendered.
+	attrs requestAttrs
+	// lastURL is the URL of the last call, and query its rendered query.
+	lastURL *url.URL
+	query   string
+	// base joins a plain path to the target's base URL.
+	base plainBase
+	// json is the buffer a json attribute is encoded into, and jsonCache
+	// what helps encode the next.
+	json      []byte
+	jsonCache jsonCache
 }
 
 // prepared is a request Client.Prepare rendered once.
@@ -75,14 +92,32 @@ type prepared struct {
 // that the three cannot disagree. Its errors are *protocols.AttrError
 // naming the attribute.
 func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
-	var err error
-	if out.opt.timeout, err = protocols.DurationAttr(r, "timeout", cfg.timeout); err != nil {
-		return err
+	// same is true for an attribute whose value is its value in the last
+	// rendering into out: what out holds of it stays.
+	reuse := s.valid && s.out == out && s.cfg == cfg
+	same := func(cur, last *cty.Value) bool {
+		if reuse && sameValue(cur, last) {
+			return true
+		}
+		*last = *cur
+		return false
 	}
-	if out.opt.expected, err = expectedStatus(r); err != nil {
-		return err
-	} else if !out.opt.expected.set {
-		out.opt.expected = cfg.expected
+	s.valid, s.out, s.cfg = false, out, cfg // until this rendering succeeds
+	a, l := &s.attrs, &s.last
+	a.read(r)
+
+	var err error
+	if !same(&a.timeout, &l.timeout) {
+		if out.opt.timeout, err = protocols.DurationAttr(r, "timeout", cfg.timeout); err != nil {
+			return err
+		}
+	}
+	if !same(&a.expected, &l.expected) {
+		if out.opt.expected, err = expectedStatus(r); err != nil {
+			return err
+		} else if !out.opt.expected.set {
+			out.opt.expected = cfg.expected
+		}
 	}
 
 	var contentType []string
@@ -90,28 +125,34 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 		return err
 	}
 
-	out.method = nethttp.MethodGet
-	if out.hasBody {
-		out.method = nethttp.MethodPost
-	}
-	if m, err := protocols.StringAttr(r, "method"); err != nil {
-		return err
-	} else if m != "" {
-		out.method = strings.ToUpper(m)
-		if err := checkMethod(out.method); err != nil {
+	if !same(&a.method, &l.method) || out.hasBody != l.hasBody {
+		out.method = nethttp.MethodGet
+		if out.hasBody {
+			out.method = nethttp.MethodPost
+		}
+		if m, err := protocols.StringAttr(r, "method"); err != nil {
 			return err
+		} else if m != "" {
+			out.method = strings.ToUpper(m)
+			if err := checkMethod(out.method); err != nil {
+				return err
+			}
 		}
 	}
 
-	if out.url, err = requestURL(cfg, r, s); err != nil {
+	if out.url, err = requestURL(cfg, r, s, reuse); err != nil {
 		return err
 	}
-	if err := requestHeaders(cfg, r, out); err != nil {
-		return err
+	// The header list depends on the headers and on the content type.
+	if !same(&a.headers, &l.headers) || !sameContentType(contentType, l.contentType) || out.hasBody != l.hasBody {
+		if err := requestHeaders(cfg, r, out); err != nil {
+			return err
+		}
+		if contentType != nil && !hasHeader(out.header, "Content-Type") {
+			out.header = append(out.header, header{key: "Content-Type", vals: contentType})
+		}
 	}
-	if contentType != nil && !hasHeader(out.header, "Content-Type") {
-		out.header = append(out.header, header{key: "Content-Type", vals: contentType})
-	}
+	l.hasBody, l.contentType = out.hasBody, contentType
 
 	out.getBody = nil
 	switch {
@@ -122,7 +163,17 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 		body := out.body
 		out.getBody = func() (io.ReadCloser, error) { return newBodyReader(body), nil }
 	}
+	s.valid = true
 	return nil
+}
+
+// sameContentType reports whether a and b are the same content type, one
+// of the shared slices or nil.
+func sameContentType(a, b []string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return &a[0] == &b[0]
 }
 
 // requestHeaders sets out's header list and Host: the target's, then the
@@ -230,7 +281,8 @@ func requestBody(r cty.Value, s *scratch) (payload string, contentType []string,
 		first = name
 		return nil
 	}
-	if b := protocols.Attr(r, "body"); !b.IsNull() {
+	a := &s.attrs
+	if b := a.body; !b.IsNull() {
 		if err := one("body"); err != nil {
 			return "", nil, false, err
 		}
@@ -238,18 +290,18 @@ func requestBody(r cty.Value, s *scratch) (payload string, contentType []string,
 			return "", nil, false, err
 		}
 	}
-	if j := protocols.Attr(r, "json"); !j.IsNull() {
+	if j := a.json; !j.IsNull() {
 		if err := one("json"); err != nil {
 			return "", nil, false, err
 		}
-		b, err := encodeJSON(s.json[:0], j)
+		b, err := encodeJSONCached(s.json[:0], j, &s.jsonCache)
 		if err != nil {
 			return "", nil, false, err
 		}
 		s.json = b
 		payload, contentType = string(b), contentTypeJSON
 	}
-	if f := protocols.Attr(r, "form"); !f.IsNull() {
+	if f := a.form; !f.IsNull() {
 		if err := one("form"); err != nil {
 			return "", nil, false, err
 		}
@@ -280,6 +332,15 @@ func encodeJSON(dst []byte, j cty.Value) ([]byte, error) {
 	return b, nil
 }
 
+// encodeJSONCached is encodeJSON with a VU's cache of its last JSON.
+func encodeJSONCached(dst []byte, j cty.Value, c *jsonCache) ([]byte, error) {
+	if b, ok := appendJSONCached(dst, j, j.Type(), c); ok {
+		return b, nil
+	}
+	*c = jsonCache{} // it may be half updated
+	return encodeJSON(dst, j)
+}
+
 // appendQuery appends kvs, sorted by key with no key twice (as
 // protocols.StringMapAttr returns them), as url.Values.Encode would.
 func appendQuery(dst []byte, kvs []protocols.Pair) []byte {
@@ -295,28 +356,48 @@ func appendQuery(dst []byte, kvs []protocols.Pair) []byte {
 }
 
 // requestURL joins the call's path and query to the target's base URL.
-func requestURL(cfg *targetConfig, r cty.Value, s *scratch) (*url.URL, error) {
-	path, err := protocols.StringAttr(r, "path")
-	if err != nil {
-		return nil, err
-	}
-	query := protocols.Attr(r, "query")
-	if query.IsNull() && s.lastURL != nil && path == s.lastPath {
+// reuse says that s describes the VU's last call (see render): a query
+// equal to its last value keeps its rendered form, and a path equal to
+// its last value too keeps the last URL.
+func requestURL(cfg *targetConfig, r cty.Value, s *scratch, reuse bool) (*url.URL, error) {
+	l := &s.last
+	a := &s.attrs
+	pv, qv := a.path, a.query
+	samePath := reuse && sameValue(&a.path, &l.path)
+	sameQuery := reuse && sameValue(&a.query, &l.query)
+	if samePath && sameQuery && s.lastURL != nil {
 		// The cached URL is shared by calls but never written to.
 		return s.lastURL, nil
 	}
-
-	raw := cfg.baseURL
-	if path != "" {
-		if path[0] == '/' {
-			raw += path
-		} else {
-			raw += "/" + path
-		}
+	path := ""
+	if pv.Type() == cty.String && pv.IsKnown() && !pv.IsNull() {
+		path = pv.AsString()
+	} else if p, err := protocols.StringAttr(r, "path"); err != nil {
+		return nil, err
+	} else {
+		path = p
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, protocols.AttrErrorf("path", "%q does not make a URL with the target's base_url: %v", path, errors.Unwrap(err))
+	if !sameQuery {
+		kvs, err := protocols.StringMapAttr(r, "query")
+		if err != nil {
+			return nil, err
+		}
+		s.query = string(appendQuery(nil, kvs))
+	}
+	// Set only once both are read: an error leaves s invalid anyway.
+	l.path, l.query = pv, qv
+
+	raw, joined := cfg.baseURL, path
+	if path != "" && path[0] != '/' {
+		joined = "/" + path
+	}
+	s.base.parse(raw)
+	u := s.base.join(joined)
+	if u == nil {
+		var err error
+		if u, err = url.Parse(raw + joined); err != nil {
+			return nil, protocols.AttrErrorf("path", "%q does not make a URL with the target's base_url: %v", path, errors.Unwrap(err))
+		}
 	}
 	if cfg.baseQuery != "" {
 		if u.RawQuery == "" {
@@ -325,22 +406,14 @@ func requestURL(cfg *targetConfig, r cty.Value, s *scratch) (*url.URL, error) {
 			u.RawQuery = cfg.baseQuery + "&" + u.RawQuery
 		}
 	}
-	if query.IsNull() {
-		s.lastPath, s.lastURL = path, u
-		return u, nil
-	}
-	kvs, err := protocols.StringMapAttr(r, "query")
-	if err != nil {
-		return nil, err
-	}
-	if len(kvs) > 0 {
-		q := appendQuery(nil, kvs)
+	if s.query != "" {
 		if u.RawQuery == "" {
-			u.RawQuery = string(q)
+			u.RawQuery = s.query
 		} else {
-			u.RawQuery += "&" + string(q)
+			u.RawQuery += "&" + s.query
 		}
 	}
+	s.lastURL = u
 	return u, nil
 }
 

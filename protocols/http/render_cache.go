@@ -1,0 +1,290 @@
+package http
+
+import (
+	"math/big"
+	"net/url"
+	"reflect"
+	"slices"
+	"unsafe"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/protocols"
+)
+
+// A request that is not the same for every call is rendered per call, but
+// most of it is the same as the VU's previous call's: the constant leaves
+// of its JSON body, its query, headers, method, timeout and expected
+// statuses. What a VU keeps of its previous rendering lets the next one
+// skip the work for what did not change. Each shortcut is taken only when
+// the fresh rendering would give the same bytes: render_cache_test.go
+// renders random sequences of requests both ways and compares them.
+
+// jsonCache mirrors the JSON value a VU encoded last, node by node, so
+// that encoding the next reuses what did not change: an object's attribute
+// names in order, and a number's text, whose shortest formatting at cty's
+// precision is the costly part of an encoding.
+type jsonCache struct {
+	// num is the number this node held last and text its encoding; nil
+	// when the node held no number that needed formatting.
+	num  *big.Float
+	text []byte
+	// names are the attribute names of the object this node held last,
+	// sorted, as they are encoded.
+	names []string
+	// kids are the caches of the object's attributes, by names, or of a
+	// tuple's or list's elements.
+	kids []jsonCache
+}
+
+// appendJSONCached appends v, which conforms to t, as appendJSONValue
+// does, reusing and updating c. It reports false where appendJSONValue
+// does, for the caller to fall back on ctyjson.
+func appendJSONCached(dst []byte, v cty.Value, t cty.Type, c *jsonCache) ([]byte, bool) {
+	if v.IsMarked() || !v.IsKnown() || v.IsNull() {
+		return appendJSONValue(dst, v, t)
+	}
+	switch {
+	case t == cty.Number:
+		return c.number(dst, v.AsBigFloat())
+	case t.IsObjectType():
+		return c.object(dst, v, t)
+	case t.IsTupleType():
+		etys := t.TupleElementTypes()
+		c.grow(len(etys))
+		dst = append(dst, '[')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			_, e := it.Element()
+			var ok bool
+			if dst, ok = appendJSONCached(dst, e, etys[i], &c.kids[i]); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	case t.IsListType():
+		ety := t.ElementType()
+		c.grow(v.LengthInt())
+		dst = append(dst, '[')
+		i := 0
+		for it := v.ElementIterator(); it.Next(); i++ {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			_, e := it.Element()
+			var ok bool
+			if dst, ok = appendJSONCached(dst, e, ety, &c.kids[i]); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	// Strings and bools cost little; sets and maps are rare.
+	return appendJSONValue(dst, v, t)
+}
+
+// grow makes room for n kids.
+func (c *jsonCache) grow(n int) {
+	if len(c.kids) < n {
+		c.kids = append(c.kids, make([]jsonCache, n-len(c.kids))...)
+	}
+}
+
+// number appends f as appendJSONNumber does. The text depends on f's
+// value and on its precision, which the shortest decimal depends on: when
+// both are the last number's, the last text is reused. Whole numbers
+// (zeros of either sign among them) are formatted with strconv, which
+// costs less than the comparison.
+func (c *jsonCache) number(dst []byte, f *big.Float) ([]byte, bool) {
+	if f.IsInf() || f.IsInt() {
+		return appendJSONNumber(dst, f)
+	}
+	if c.num != nil && f.Prec() == c.num.Prec() && f.Cmp(c.num) == 0 {
+		return append(dst, c.text...), true
+	}
+	start := len(dst)
+	dst, ok := appendJSONNumber(dst, f)
+	if !ok {
+		c.num = nil
+		return dst, false
+	}
+	c.num = f // AsBigFloat's copy: no one else holds it
+	c.text = append(c.text[:0], dst[start:]...)
+	return dst, true
+}
+
+// object appends an object's attributes in name order, as
+// appendJSONObject does, with the names sorted only when the attribute
+// set changed. (cty's iterator would give them sorted, but allocates a
+// string value per attribute.)
+func (c *jsonCache) object(dst []byte, v cty.Value, t cty.Type) ([]byte, bool) {
+	atys := t.AttributeTypes()
+	if !sameNames(c.names, atys) {
+		c.names = c.names[:0]
+		for k := range atys {
+			c.names = append(c.names, k)
+		}
+		slices.Sort(c.names)
+		c.kids = make([]jsonCache, len(c.names)) // by name: the old ones are another's
+	}
+	dst = append(dst, '{')
+	for i, k := range c.names {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		var ok bool
+		if dst, ok = appendJSONCached(dst, v.GetAttr(k), atys[k], &c.kids[i]); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// sameNames reports whether names, distinct, are the keys of atys.
+func sameNames(names []string, atys map[string]cty.Type) bool {
+	if len(names) != len(atys) || names == nil {
+		return false
+	}
+	for _, k := range names {
+		if _, ok := atys[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// requestAttrs are a request's attributes, each as protocols.Attr returns
+// it, read in one pass.
+type requestAttrs struct {
+	timeout, expected, method, headers, query, path, body, json, form cty.Value
+}
+
+// read sets a from r, each attribute as protocols.Attr reads it, with one
+// name normalization fewer: the names here are ASCII, already normal.
+func (a *requestAttrs) read(r cty.Value) {
+	if r.IsMarked() || r.IsNull() || !r.IsKnown() || !r.Type().IsObjectType() {
+		attr := func(name string) cty.Value { return protocols.Attr(r, name) }
+		*a = requestAttrs{attr("timeout"), attr("expected_status"), attr("method"), attr("headers"),
+			attr("query"), attr("path"), attr("body"), attr("json"), attr("form")}
+		return
+	}
+	atys := r.Type().AttributeTypes()
+	attr := func(name string) cty.Value {
+		if _, ok := atys[name]; !ok {
+			return cty.NullVal(cty.DynamicPseudoType)
+		}
+		v, _ := r.GetAttr(name).Unmark()
+		return v
+	}
+	*a = requestAttrs{attr("timeout"), attr("expected_status"), attr("method"), attr("headers"),
+		attr("query"), attr("path"), attr("body"), attr("json"), attr("form")}
+}
+
+// plainPath reports whether path is made only of the bytes that url.Parse
+// keeps as they are in a URL's path and that EscapedPath writes as they
+// are: letters, digits, "-", ".", "_", "~" and "/". Such a path, joined
+// to the base URL, needs no parsing: see joinPlain.
+func plainPath(path string) bool {
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		switch c {
+		case '-', '.', '_', '~', '/':
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// plainBase is the base URL parsed, when a plain path can be joined to
+// it without parsing: url.Parse(baseURL+path) is then base with path
+// appended to its path, for base's path is written as it is and has no
+// query or fragment to come after it.
+type plainBase struct {
+	raw  string   // the base URL it was parsed from
+	base *url.URL // nil when joining needs url.Parse
+}
+
+// parse sets b for raw, once.
+func (b *plainBase) parse(raw string) {
+	if b.raw == raw && raw != "" {
+		return
+	}
+	b.raw, b.base = raw, nil
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" || u.RawPath != "" || u.RawQuery != "" || u.ForceQuery ||
+		u.Fragment != "" || u.Host == "" || !plainPath(u.Path) {
+		return
+	}
+	b.base = u
+}
+
+// join returns url.Parse(b.raw + path) for a plain path, which starts
+// with "/", or nil when it must be parsed.
+func (b *plainBase) join(path string) *url.URL {
+	if b.base == nil || !plainPath(path) {
+		return nil
+	}
+	u := new(url.URL)
+	*u = *b.base
+	u.Path += path
+	return u
+}
+
+// sameValue reports whether a and b are the same value, as RawEquals
+// does, but cheaply for what a request's attributes hold: a string is
+// compared as one, and a map, object, list or tuple that is the very one
+// the last call held (as the attributes that are constant in a dynamic
+// request are: the config shares one value among the calls) is the same
+// without a walk; cty never changes a value once made. Anything else is
+// RawEquals's.
+//
+// a and b point to values in a VU's scratch, so that reading them through
+// reflect allocates nothing.
+func sameValue(pa, pb *cty.Value) bool {
+	a, b := *pa, *pb
+	if a.IsMarked() || b.IsMarked() || !a.IsKnown() || !b.IsKnown() {
+		return a.RawEquals(b)
+	}
+	ta, tb := a.Type(), b.Type()
+	switch {
+	case a.IsNull() || b.IsNull():
+		return a.IsNull() && b.IsNull() && ta.Equals(tb)
+	case ta == cty.String && tb == cty.String:
+		return a.AsString() == b.AsString()
+	case ta.IsPrimitiveType() || tb.IsPrimitiveType():
+		return a.RawEquals(b)
+	}
+	if ca, cb := collectionPointer(pa), collectionPointer(pb); ca != nil && ca == cb && ta.Equals(tb) {
+		return true
+	}
+	return a.RawEquals(b)
+}
+
+// collectionPointer returns the address of the map or slice a collection
+// value holds, or nil. cty.Value does not export it; reflect reads it
+// without touching it.
+func collectionPointer(v *cty.Value) unsafe.Pointer {
+	rv := reflect.ValueOf(v).Elem()
+	if rv.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := 0; i < rv.NumField(); i++ {
+		f := rv.Field(i)
+		if f.Kind() != reflect.Interface || f.IsNil() {
+			continue
+		}
+		if e := f.Elem(); e.Kind() == reflect.Map || e.Kind() == reflect.Slice && e.Len() > 0 {
+			return e.UnsafePointer()
+		}
+	}
+	return nil
+}
