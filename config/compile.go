@@ -3,6 +3,7 @@ package config
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -45,7 +46,8 @@ import (
 //
 // What is left per call is mostly cty.ObjectVal, for the request's object
 // and each dynamic object in it: cty has no way to build an object of a
-// type known in advance, so each call builds the type's maps again.
+// type known in advance, so each call builds the type's maps again. The
+// map each is built from comes from a pool, as ObjectVal copies it.
 
 // node is a compiled expression.
 type node interface {
@@ -365,10 +367,18 @@ func (n *template) write(b *strings.Builder, c *call) bool {
 type object struct {
 	keys   []string
 	values []node
+	// maps holds the maps value builds the object from, for the next
+	// call: cty.ObjectVal copies what it is given.
+	maps sync.Pool
 }
 
 func (n *object) value(c *call) (cty.Value, bool) {
-	attrs := make(map[string]cty.Value, len(n.keys))
+	// Every key is set below, so a map from the pool needs no clearing;
+	// a call that gives up drops it.
+	attrs, _ := n.maps.Get().(map[string]cty.Value)
+	if attrs == nil {
+		attrs = make(map[string]cty.Value, len(n.keys))
+	}
 	for i, e := range n.values {
 		v, ok := e.value(c)
 		if !ok {
@@ -376,7 +386,9 @@ func (n *object) value(c *call) (cty.Value, bool) {
 		}
 		attrs[n.keys[i]] = v // a repeated key keeps the last, as in HCL
 	}
-	return cty.ObjectVal(attrs), true
+	o := cty.ObjectVal(attrs)
+	n.maps.Put(attrs)
+	return o, true
 }
 
 // tuple is a tuple constructor.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
@@ -68,6 +69,11 @@ type requestExtras struct {
 	deliveryStatic  Delivery       // the delivery when it is static
 	deliveryDecl    hcl.Range      // the delivery attribute, for run-time messages
 	hasLetReference bool           // a dynamic expression uses let
+
+	// attrMaps holds the maps Eval builds a request's object from, for
+	// the next call: cty.ObjectVal copies what it is given, and a map of
+	// every attribute is most of a call's garbage otherwise.
+	attrMaps *sync.Pool
 }
 
 // Delivery is what a request's delivery attribute says about one call: the
@@ -625,6 +631,9 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 			continue
 		}
 		if dynamic {
+			if r.extra.attrMaps == nil {
+				r.extra.attrMaps = &sync.Pool{}
+			}
 			// attrs are in key order, and so are the dynamic ones.
 			r.dynamic = append(r.dynamic, dynamicAttr{
 				key:  sa.key,
@@ -809,7 +818,18 @@ func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 	}
 	value := r.value
 	if len(r.dynamic) > 0 {
-		attrs := make(map[string]cty.Value, len(r.types))
+		// Every key is set below, the static ones first, so a map from
+		// the pool needs no clearing.
+		var attrs map[string]cty.Value
+		if x.attrMaps != nil {
+			attrs, _ = x.attrMaps.Get().(map[string]cty.Value)
+		}
+		if attrs == nil {
+			attrs = make(map[string]cty.Value, len(r.types))
+		}
+		if x.attrMaps != nil {
+			defer x.attrMaps.Put(attrs)
+		}
 		maps.Copy(attrs, r.static)
 		for _, a := range r.dynamic {
 			v, d := c.eval(a.expr, a.node)
