@@ -72,6 +72,7 @@ type attrEnc struct {
 type attrEncoder struct {
 	schema schemaAttrs
 	nulls  [][]byte // each attribute's null, encoded once
+	packer packer
 
 	mu    sync.RWMutex
 	cache [][attrCacheSize]cachedAttr
@@ -169,13 +170,23 @@ func (e *attrEncoder) remember(i int, v cty.Value, a attrEnc) {
 
 // encodeAttr encodes attribute i's value v: as the schema's type, or as
 // its own type, numbered in the stream's table, when the schema's type
-// lets it have any.
+// lets it have any. The packer writes it when it can, and go-cty's
+// msgpack otherwise (an unknown value, or one the schema's type converts).
 func (e *attrEncoder) encodeAttr(i int, v cty.Value) (attrEnc, error) {
 	at := e.schema.types[i]
 	if e.schema.dynamic[i] {
 		if n, ok := e.typeNumber(i, v.Type()); ok {
+			if b, err := e.packer.pack(nil, v); err == nil {
+				return attrEnc{enc: b, ty: n}, nil
+			}
 			b, err := msgpack.Marshal(v, v.Type())
 			return attrEnc{enc: b, ty: n}, err
+		}
+	} else if v.Type().Equals(at) {
+		// A type without cty.DynamicPseudoType in it, as the schema's is:
+		// what the packer writes needs no type of its own.
+		if b, err := e.packer.pack(nil, v); err == nil {
+			return attrEnc{enc: b}, nil
 		}
 	}
 	b, err := msgpack.Marshal(v, at)
