@@ -109,8 +109,11 @@ func (e *attrEncoder) encode(request cty.Value, out []attrEnc) ([]attrEnc, bool)
 	if !request.Type().IsObjectType() || request.IsNull() || !request.IsKnown() || len(e.schema.names) == 0 {
 		return out, false
 	}
+	// The type's own map, rather than HasAttribute, which normalises the
+	// name on every call.
+	atys := request.Type().AttributeTypes()
 	for i, name := range e.schema.names {
-		if !request.Type().HasAttribute(name) {
+		if _, ok := atys[name]; !ok {
 			out = append(out, attrEnc{enc: e.nulls[i]})
 			continue
 		}

@@ -129,7 +129,8 @@ func TestHarnessRequestsByAttribute(t *testing.T) {
 
 // TestAttrEncoderSharesConstants: an attribute that is the same value on
 // every call is encoded once, and the bytes are shared, which is what
-// sends it once per batch; a varying one is encoded anew.
+// sends it once per batch; a varying one is encoded anew; one left out
+// is a null.
 func TestAttrEncoderSharesConstants(t *testing.T) {
 	e, err := newAttrEncoder(hcldec.ImpliedType(fakeInfo.RequestSpec))
 	if err != nil {
@@ -153,6 +154,11 @@ func TestAttrEncoderSharesConstants(t *testing.T) {
 	}
 	if &first[2].enc[0] == &second[2].enc[0] || string(first[2].enc) == string(second[2].enc) {
 		t.Error("the varying path shares its encoding")
+	}
+	// An attribute left out goes as its null, as protocols.Attr reads it.
+	partial, ok := e.encode(cty.ObjectVal(map[string]cty.Value{"path": cty.StringVal("/c")}), nil)
+	if !ok || len(partial) != 3 || string(partial[0].enc) != "\xc0" || string(partial[1].enc) != "\xc0" {
+		t.Errorf("a request without headers and json: %v, %v", ok, partial)
 	}
 }
 
