@@ -99,8 +99,9 @@ func postDynamic(vu, it uint64) cty.Value {
 // through go-plugin's gRPC on a unix socket to a protocol that answers at
 // once, from 50 VUs: what a call costs on the wire, both ends together,
 // at wire version 2 (the request whole on every call) and at version 3
-// (a constant request prepared once, a dynamic one by attribute). The
-// core's part is played as it does it: a constant request is prepared
+// (a constant request prepared once, a dynamic one by attribute), and
+// in-process, for what building the values and running the VUs cost on
+// their own. The core's part is played as it does it: a constant request is prepared
 // once when the client can, and a dynamic one is built per call, in the
 // loop.
 func BenchmarkWire(b *testing.B) {
@@ -112,8 +113,12 @@ func BenchmarkWire(b *testing.B) {
 		{"constant", func(uint64, uint64) cty.Value { return postConstant }, true},
 		{"dynamic", postDynamic, false},
 	} {
-		for _, version := range []int{2, 3} {
-			b.Run(fmt.Sprintf("%s/v%d", req.name, version), func(b *testing.B) {
+		for _, version := range []int{0, 2, 3} {
+			name := fmt.Sprintf("%s/v%d", req.name, version)
+			if version == 0 {
+				name = req.name + "/in-process"
+			}
+			b.Run(name, func(b *testing.B) {
 				benchmarkWire(b, version, req.value, req.fixed)
 			})
 		}
@@ -122,7 +127,10 @@ func BenchmarkWire(b *testing.B) {
 
 func benchmarkWire(b *testing.B, version int, value func(vu, it uint64) cty.Value, fixed bool) {
 	p := &httpLike{}
-	c := openGoPluginProtocol(b, p, version)
+	var c protocols.Client = httpLikeClient{p}
+	if version != 0 {
+		c = openGoPluginProtocol(b, p, version)
+	}
 	var prep any
 	if pr, ok := c.(protocols.Preparer); ok && fixed {
 		prep, _ = pr.Prepare(value(0, 0)) // an error leaves it unprepared, as in the core
