@@ -247,7 +247,8 @@ type attrDecoder struct {
 		ty  uint32
 		val cty.Value
 	}
-	next []int
+	next     []int
+	unpacker unpacker
 }
 
 func newAttrDecoder(ty cty.Type) *attrDecoder {
@@ -303,9 +304,19 @@ func (d *attrDecoder) attr(i int, b []byte, n uint32) (cty.Value, error) {
 			return cty.NilVal, fmt.Errorf("type %d did not decode", n)
 		}
 	}
-	v, err := msgpack.Unmarshal(b, ty)
+	var v cty.Value
+	err := errNotPackable
+	if n != 0 || !d.schema.dynamic[i] {
+		// A type without cty.DynamicPseudoType in it: what the packer
+		// writes. The schema's type of an attribute of any type is
+		// go-cty's, type and all.
+		v, err = d.unpacker.unpack(b, ty)
+	}
 	if err != nil {
-		return cty.NilVal, err
+		// Not the packer's: go-cty's own encoding, or a bad one.
+		if v, err = msgpack.Unmarshal(b, ty); err != nil {
+			return cty.NilVal, err
+		}
 	}
 	// The batch's bytes are the receiver's own, so they can be kept.
 	c := &d.cache[i][d.next[i]]

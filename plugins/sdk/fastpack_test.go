@@ -11,7 +11,8 @@ import (
 )
 
 // TestPackerReadsBackAsGoCty: what the packer writes, go-cty's msgpack
-// reads back as the value it reads from its own encoding, at every size of every header and for
+// and the unpacker read back as the value go-cty reads from its own
+// encoding, at every size of every header and for
 // numbers on each of go-cty's paths; the decimal text it keeps of a
 // number is that number's, on the second call too.
 func TestPackerReadsBackAsGoCty(t *testing.T) {
@@ -56,6 +57,7 @@ func TestPackerReadsBackAsGoCty(t *testing.T) {
 		}),
 	}
 	var p packer
+	var u unpacker // one for all, as a stream has
 	for i, v := range values {
 		for round := range 2 { // the second from what the packer kept
 			b, err := p.pack(nil, v)
@@ -77,6 +79,17 @@ func TestPackerReadsBackAsGoCty(t *testing.T) {
 			want, err := msgpack.Unmarshal(ref, v.Type())
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The plugin's unpacker reads it as go-cty does, and reads
+			// go-cty's own encoding so too, or leaves it to go-cty.
+			for _, enc := range [][]byte{b, b, ref} {
+				un, err := u.unpack(enc, v.Type())
+				if err == errNotPackable && &enc[0] == &ref[0] {
+					continue
+				}
+				if err != nil || !un.RawEquals(want) {
+					t.Errorf("value %d, round %d: unpacked %#v, %v; want %#v", i, round, un, err, want)
+				}
 			}
 			if !got.RawEquals(want) {
 				t.Errorf("value %d, round %d: read back %#v, want %#v (%x, go-cty %x)", i, round, got, want, b[:min(len(b), 24)], ref[:min(len(ref), 24)])
