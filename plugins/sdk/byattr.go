@@ -179,7 +179,8 @@ func (e *attrEncoder) encodeAttr(i int, v cty.Value) (attrEnc, error) {
 	at := e.schema.types[i]
 	if e.schema.dynamic[i] {
 		if n, ok := e.typeNumber(i, v.Type()); ok {
-			if b, err := e.packer.pack(nil, v); err == nil {
+			// Sized for a usual json, so it grows once at most.
+			if b, err := e.packer.pack(make([]byte, 0, 256), v); err == nil {
 				return attrEnc{enc: b, ty: n}, nil
 			}
 			b, err := msgpack.Marshal(v, v.Type())
@@ -188,7 +189,7 @@ func (e *attrEncoder) encodeAttr(i int, v cty.Value) (attrEnc, error) {
 	} else if v.Type().Equals(at) {
 		// A type without cty.DynamicPseudoType in it, as the schema's is:
 		// what the packer writes needs no type of its own.
-		if b, err := e.packer.pack(nil, v); err == nil {
+		if b, err := e.packer.pack(make([]byte, 0, 32), v); err == nil {
 			return attrEnc{enc: b}, nil
 		}
 	}

@@ -3,7 +3,6 @@ package sdk
 import (
 	"encoding/binary"
 	"errors"
-	"maps"
 	"math"
 	"math/big"
 	"slices"
@@ -80,8 +79,14 @@ func (p *packer) pack(b []byte, v cty.Value) ([]byte, error) {
 		}
 		return b, err
 	case ty.IsObjectType():
-		// go-cty writes attributes by name, sorted.
-		names := slices.Sorted(maps.Keys(ty.AttributeTypes()))
+		// go-cty writes attributes by name, sorted. On the stack for an
+		// object of a usual size.
+		var buf [16]string
+		names := buf[:0]
+		for name := range ty.AttributeTypes() {
+			names = append(names, name)
+		}
+		slices.Sort(names)
 		b = packHeader(b, len(names), 0x80, 0xde, 0xdf)
 		var err error
 		for _, name := range names {
