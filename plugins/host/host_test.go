@@ -6,12 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -484,4 +488,186 @@ func TestRingSkipsGoPluginChatter(t *testing.T) {
 	if want := `{"@level":"error","@message":"broken"}|panic: boom`; got != want {
 		t.Errorf("Lines = %q, want %q", got, want)
 	}
+}
+
+// countingServer counts the GETs of each path, as the fake plugin makes
+// them when its target's address is the server's URL.
+type countingServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	counts map[string]int
+	total  int
+}
+
+func newCountingServer(t *testing.T) *countingServer {
+	s := &countingServer{counts: make(map[string]int)}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.counts[r.URL.Path]++
+		s.total++
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *countingServer) snapshot() (map[string]int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counts), s.total
+}
+
+func message(m string) cty.Value {
+	return cty.ObjectVal(map[string]cty.Value{"message": cty.StringVal(m)})
+}
+
+// runCalls has vus VUs each make calls calls through c, alternating the
+// constant request (with prepared, as the core hands it) and one whose
+// message is the VU's and the iteration's, and returns the samples'
+// statuses by message.
+func runCalls(t *testing.T, c protocols.Client, vus, calls int, constant cty.Value, prepared any) map[string][]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	got := make(map[string][]int)
+	var wg sync.WaitGroup
+	for vu := 1; vu <= vus; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range calls {
+				call := protocols.Call{VU: uint64(vu), Iteration: uint64(it), KeepBody: true, Request: constant, Prepared: prepared}
+				if it%2 == 1 {
+					call.Request, call.Prepared = message(fmt.Sprintf("d-%d-%d", vu, it)), nil
+				}
+				c.Do(ctx, call, func(s protocols.Sample) {
+					mu.Lock()
+					got[string(s.Body)] = append(got[string(s.Body)], s.Status)
+					mu.Unlock()
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	return got
+}
+
+// checkCounts compares what the calls reported with what the server
+// counted: every message as many times, and the statuses as wanted.
+func checkCounts(t *testing.T, srv *countingServer, before map[string]int, got map[string][]int, constant string, constantStatus, vus, calls int) {
+	t.Helper()
+	after, _ := srv.snapshot()
+	n := 0
+	for msg, statuses := range got {
+		n += len(statuses)
+		if served := after["/"+msg] - before["/"+msg]; served != len(statuses) {
+			t.Errorf("message %q: %d samples, the server counted %d", msg, len(statuses), served)
+		}
+		want := 200
+		if msg == constant {
+			want = constantStatus
+		}
+		for _, s := range statuses {
+			if s != want {
+				t.Errorf("message %q: status %d, want %d", msg, s, want)
+				break
+			}
+		}
+	}
+	if n != vus*calls {
+		t.Errorf("%d samples for %d calls", n, vus*calls)
+	}
+	if len(got[constant]) != vus*calls/2 {
+		t.Errorf("%d samples of the constant request, want %d", len(got[constant]), vus*calls/2)
+	}
+	for vu := 1; vu <= vus; vu++ {
+		for it := 1; it < calls; it += 2 {
+			if m := fmt.Sprintf("d-%d-%d", vu, it); len(got[m]) != 1 {
+				t.Errorf("message %q: %d samples, want 1", m, len(got[m]))
+			}
+		}
+	}
+}
+
+// TestPluginPreparedAndDynamicCounts: through a plugin process, from many
+// VUs at once, a request prepared once and requests that vary reach the
+// server as many times as hload counts them, each with its own values;
+// the plugin's client prepared the constant one (status 203). A second
+// client handed the first one's prepared request sends it whole, and
+// still works once the first is closed.
+func TestPluginPreparedAndDynamicCounts(t *testing.T) {
+	srv := newCountingServer(t)
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if v := p.ProtocolVersion(); v != sdk.ProtocolVersion {
+		t.Fatalf("agreed on wire version %d, want %d", v, sdk.ProtocolVersion)
+	}
+	target := cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)})
+	a, err := p.Open(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	constant := message("constant")
+	preparer, ok := a.(protocols.Preparer)
+	if !ok {
+		t.Fatalf("client %T is not a protocols.Preparer", a)
+	}
+	prepared, err := preparer.Prepare(constant)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	const vus, calls = 20, 50
+	got := runCalls(t, a, vus, calls, constant, prepared)
+	checkCounts(t, srv, nil, got, "constant", 203, vus, calls)
+
+	// Another client of the same plugin: the handle is a's, so b sends the
+	// request itself, which its plugin client did not prepare.
+	b, err := p.Open(context.Background(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := srv.snapshot()
+	got = runCalls(t, b, vus, calls, constant, prepared)
+	checkCounts(t, srv, before, got, "constant", 200, vus, calls)
+}
+
+// TestPluginOfWireVersion2: a plugin built with the SDK of wire version 2
+// (the fake plugin serving version 2 only, whose server then answers as
+// that SDK's did: no Prepare, requests whole) runs at version 2. Prepare
+// says why it cannot, and the calls, constant and dynamic, reach the
+// server as counted.
+func TestPluginOfWireVersion2(t *testing.T) {
+	srv := newCountingServer(t)
+	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Args: []string{"v2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Kill()
+	if v := p.ProtocolVersion(); v != 2 {
+		t.Fatalf("agreed on wire version %d, want 2", v)
+	}
+	if d := Describe(p); d.ProtocolVersion != 2 {
+		t.Errorf("Describe says wire version %d, want 2", d.ProtocolVersion)
+	}
+	c, err := p.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	constant := message("constant")
+	prepared, err := c.(protocols.Preparer).Prepare(constant)
+	if err == nil || !strings.Contains(err.Error(), "wire version 2") {
+		t.Errorf("Prepare = %v, %v; want an error naming wire version 2", prepared, err)
+	}
+	const vus, calls = 10, 40
+	got := runCalls(t, c, vus, calls, constant, prepared)
+	checkCounts(t, srv, nil, got, "constant", 200, vus, calls)
 }

@@ -178,6 +178,9 @@ func (p *Plugin) start(ctx context.Context) error {
 		Name:        p.spec.Name,
 		HangTimeout: p.spec.HangTimeout,
 		Stderr:      p.stderr.Lines,
+		// A plugin built with the SDK of an older wire version gets what
+		// that version has.
+		ProtocolVersion: p.client.NegotiatedVersion(),
 	})
 	if err != nil {
 		return fmt.Errorf("describing its protocol: %w", err)
@@ -201,7 +204,7 @@ func startHint(err error, stderr []string, spec LaunchSpec) string {
 		if m := pluginVersion.FindStringSubmatch(err.Error()); m != nil {
 			theirs = "protocol version " + m[1]
 		}
-		return fmt.Sprintf("the plugin speaks %s of hload's plugin protocol and this hload speaks protocol version %d; rebuild the plugin against a matching plugins/sdk", theirs, sdk.ProtocolVersion)
+		return fmt.Sprintf("the plugin speaks %s of hload's plugin protocol and this hload speaks protocol version %d (and %d, for plugins built before); rebuild the plugin against a matching plugins/sdk", theirs, sdk.ProtocolVersion, sdk.OldestProtocolVersion)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("it did not start within %s", spec.StartTimeout)
 	case strings.Contains(msg, "plugin exited before we could connect"):

@@ -399,7 +399,30 @@ type CallBatch struct {
 	// no call of the batch does, so that a batch nothing captures from
 	// carries no column. A plugin built before it ignores it and sends no
 	// headers, as a protocol that has none would.
-	KeepHeaders   []bool `protobuf:"varint,14,rep,packed,name=keep_headers,json=keepHeaders,proto3" json:"keep_headers,omitempty"`
+	KeepHeaders []bool `protobuf:"varint,14,rep,packed,name=keep_headers,json=keepHeaders,proto3" json:"keep_headers,omitempty"`
+	// Protocol version 3. A call's request comes one of three ways: as a
+	// handle the plugin's Prepare returned, by attribute, or as a whole in
+	// requests. prepared holds each call's handle, 0 for none; it is empty
+	// when no call of the batch has one. by_attribute says, for each call,
+	// that its request is in the attribute columns; empty when no call's
+	// is. request is 0 and not read for the calls of either kind.
+	Prepared    []uint32 `protobuf:"varint,15,rep,packed,name=prepared,proto3" json:"prepared,omitempty"`
+	ByAttribute []bool   `protobuf:"varint,16,rep,packed,name=by_attribute,json=byAttribute,proto3" json:"by_attribute,omitempty"`
+	// The attributes of the calls sent by attribute, call after call, each
+	// call's in the order of the request schema's attribute names, sorted:
+	// attr_value[k] is the attribute's encoding, an index into attr_values,
+	// and attr_type[k] its type: 0 for the schema's own type, n for the
+	// n-th type of the stream's table, which the value is encoded as. An
+	// attribute whose value repeats (the constant ones, nearly all) travels
+	// once per batch, and an attribute of any type (cty.DynamicPseudoType)
+	// carries a number rather than its type's JSON on every call.
+	AttrValue  []uint32 `protobuf:"varint,17,rep,packed,name=attr_value,json=attrValue,proto3" json:"attr_value,omitempty"`
+	AttrType   []uint32 `protobuf:"varint,18,rep,packed,name=attr_type,json=attrType,proto3" json:"attr_type,omitempty"`
+	AttrValues [][]byte `protobuf:"bytes,19,rep,name=attr_values,json=attrValues,proto3" json:"attr_values,omitempty"` // cty msgpack of the attribute's type
+	// Types added to the stream's table, as go-cty's JSON type encoding:
+	// the first type of the stream is number 1, and each batch adds the
+	// types its calls are the first to use.
+	Types         [][]byte `protobuf:"bytes,20,rep,name=types,proto3" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -521,6 +544,48 @@ func (x *CallBatch) GetLedger() *LedgerSteps {
 func (x *CallBatch) GetKeepHeaders() []bool {
 	if x != nil {
 		return x.KeepHeaders
+	}
+	return nil
+}
+
+func (x *CallBatch) GetPrepared() []uint32 {
+	if x != nil {
+		return x.Prepared
+	}
+	return nil
+}
+
+func (x *CallBatch) GetByAttribute() []bool {
+	if x != nil {
+		return x.ByAttribute
+	}
+	return nil
+}
+
+func (x *CallBatch) GetAttrValue() []uint32 {
+	if x != nil {
+		return x.AttrValue
+	}
+	return nil
+}
+
+func (x *CallBatch) GetAttrType() []uint32 {
+	if x != nil {
+		return x.AttrType
+	}
+	return nil
+}
+
+func (x *CallBatch) GetAttrValues() [][]byte {
+	if x != nil {
+		return x.AttrValues
+	}
+	return nil
+}
+
+func (x *CallBatch) GetTypes() [][]byte {
+	if x != nil {
+		return x.Types
 	}
 	return nil
 }
@@ -1055,6 +1120,105 @@ func (x *ValidateResponse) GetAttribute() string {
 	return ""
 }
 
+type PrepareRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClientId       uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	RequestMsgpack []byte                 `protobuf:"bytes,2,opt,name=request_msgpack,json=requestMsgpack,proto3" json:"request_msgpack,omitempty"` // cty msgpack of the request schema's type
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PrepareRequest) Reset() {
+	*x = PrepareRequest{}
+	mi := &file_hload_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareRequest) ProtoMessage() {}
+
+func (x *PrepareRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareRequest.ProtoReflect.Descriptor instead.
+func (*PrepareRequest) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PrepareRequest) GetClientId() uint64 {
+	if x != nil {
+		return x.ClientId
+	}
+	return 0
+}
+
+func (x *PrepareRequest) GetRequestMsgpack() []byte {
+	if x != nil {
+		return x.RequestMsgpack
+	}
+	return nil
+}
+
+type PrepareResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request's handle on the client, never 0. The plugin keeps the
+	// request, decoded, until the client closes, and has its protocol's
+	// client prepare it when it is a protocols.Preparer.
+	Handle        uint32 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrepareResponse) Reset() {
+	*x = PrepareResponse{}
+	mi := &file_hload_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrepareResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrepareResponse) ProtoMessage() {}
+
+func (x *PrepareResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrepareResponse.ProtoReflect.Descriptor instead.
+func (*PrepareResponse) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PrepareResponse) GetHandle() uint32 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1064,7 +1228,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[12]
+	mi := &file_hload_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1240,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[12]
+	mi := &file_hload_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1253,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{12}
+	return file_hload_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -1108,7 +1272,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[13]
+	mi := &file_hload_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1284,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[13]
+	mi := &file_hload_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1297,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{13}
+	return file_hload_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -1167,7 +1331,7 @@ const file_hload_proto_rawDesc = "" +
 	"\vOpenRequest\x12%\n" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\x93\x03\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xc5\x04\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -1182,7 +1346,15 @@ const file_hload_proto_rawDesc = "" +
 	"\x06ending\x18\v \x03(\rR\x06ending\x12\x14\n" +
 	"\x05ended\x18\f \x03(\rR\x05ended\x124\n" +
 	"\x06ledger\x18\r \x01(\v2\x1c.hload.plugin.v1.LedgerStepsR\x06ledger\x12!\n" +
-	"\fkeep_headers\x18\x0e \x03(\bR\vkeepHeadersJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
+	"\fkeep_headers\x18\x0e \x03(\bR\vkeepHeaders\x12\x1a\n" +
+	"\bprepared\x18\x0f \x03(\rR\bprepared\x12!\n" +
+	"\fby_attribute\x18\x10 \x03(\bR\vbyAttribute\x12\x1d\n" +
+	"\n" +
+	"attr_value\x18\x11 \x03(\rR\tattrValue\x12\x1b\n" +
+	"\tattr_type\x18\x12 \x03(\rR\battrType\x12\x1f\n" +
+	"\vattr_values\x18\x13 \x03(\fR\n" +
+	"attrValues\x12\x14\n" +
+	"\x05types\x18\x14 \x03(\fR\x05typesJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
 	"\vLedgerSteps\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x10\n" +
 	"\x03key\x18\x02 \x03(\rR\x03key\x12\x16\n" +
@@ -1231,17 +1403,23 @@ const file_hload_proto_rawDesc = "" +
 	"\x10ValidateResponse\x12\x18\n" +
 	"\achecked\x18\x01 \x01(\bR\achecked\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1c\n" +
-	"\tattribute\x18\x03 \x01(\tR\tattribute\"+\n" +
+	"\tattribute\x18\x03 \x01(\tR\tattribute\"V\n" +
+	"\x0ePrepareRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12'\n" +
+	"\x0frequest_msgpack\x18\x02 \x01(\fR\x0erequestMsgpack\")\n" +
+	"\x0fPrepareResponse\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\rR\x06handle\"+\n" +
 	"\fCloseRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"%\n" +
 	"\rCloseResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error2\x84\x03\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error2\xd2\x03\n" +
 	"\bProtocol\x12O\n" +
 	"\bDescribe\x12 .hload.plugin.v1.DescribeRequest\x1a!.hload.plugin.v1.DescribeResponse\x12C\n" +
 	"\x04Open\x12\x1c.hload.plugin.v1.OpenRequest\x1a\x1d.hload.plugin.v1.OpenResponse\x12C\n" +
 	"\x03Run\x12\x1a.hload.plugin.v1.CallBatch\x1a\x1c.hload.plugin.v1.SampleBatch(\x010\x01\x12L\n" +
 	"\vCloseClient\x12\x1d.hload.plugin.v1.CloseRequest\x1a\x1e.hload.plugin.v1.CloseResponse\x12O\n" +
-	"\bValidate\x12 .hload.plugin.v1.ValidateRequest\x1a!.hload.plugin.v1.ValidateResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
+	"\bValidate\x12 .hload.plugin.v1.ValidateRequest\x1a!.hload.plugin.v1.ValidateResponse\x12L\n" +
+	"\aPrepare\x12\x1f.hload.plugin.v1.PrepareRequest\x1a .hload.plugin.v1.PrepareResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
 
 var (
 	file_hload_proto_rawDescOnce sync.Once
@@ -1256,7 +1434,7 @@ func file_hload_proto_rawDescGZIP() []byte {
 }
 
 var file_hload_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_hload_proto_goTypes = []any{
 	(ValidateRequest_Kind)(0), // 0: hload.plugin.v1.ValidateRequest.Kind
 	(*DescribeRequest)(nil),   // 1: hload.plugin.v1.DescribeRequest
@@ -1271,8 +1449,10 @@ var file_hload_proto_goTypes = []any{
 	(*Gauge)(nil),             // 10: hload.plugin.v1.Gauge
 	(*ValidateRequest)(nil),   // 11: hload.plugin.v1.ValidateRequest
 	(*ValidateResponse)(nil),  // 12: hload.plugin.v1.ValidateResponse
-	(*CloseRequest)(nil),      // 13: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),     // 14: hload.plugin.v1.CloseResponse
+	(*PrepareRequest)(nil),    // 13: hload.plugin.v1.PrepareRequest
+	(*PrepareResponse)(nil),   // 14: hload.plugin.v1.PrepareResponse
+	(*CloseRequest)(nil),      // 15: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),     // 16: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
 	2,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
@@ -1284,15 +1464,17 @@ var file_hload_proto_depIdxs = []int32{
 	1,  // 6: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
 	4,  // 7: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
 	6,  // 8: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	13, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	15, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
 	11, // 10: hload.plugin.v1.Protocol.Validate:input_type -> hload.plugin.v1.ValidateRequest
-	3,  // 11: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	5,  // 12: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	8,  // 13: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	14, // 14: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	12, // 15: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
-	11, // [11:16] is the sub-list for method output_type
-	6,  // [6:11] is the sub-list for method input_type
+	13, // 11: hload.plugin.v1.Protocol.Prepare:input_type -> hload.plugin.v1.PrepareRequest
+	3,  // 12: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	5,  // 13: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	8,  // 14: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	16, // 15: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	12, // 16: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
+	14, // 17: hload.plugin.v1.Protocol.Prepare:output_type -> hload.plugin.v1.PrepareResponse
+	12, // [12:18] is the sub-list for method output_type
+	6,  // [6:12] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1309,7 +1491,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

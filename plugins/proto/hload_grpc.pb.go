@@ -29,6 +29,7 @@ const (
 	Protocol_Run_FullMethodName         = "/hload.plugin.v1.Protocol/Run"
 	Protocol_CloseClient_FullMethodName = "/hload.plugin.v1.Protocol/CloseClient"
 	Protocol_Validate_FullMethodName    = "/hload.plugin.v1.Protocol/Validate"
+	Protocol_Prepare_FullMethodName     = "/hload.plugin.v1.Protocol/Prepare"
 )
 
 // ProtocolClient is the client API for Protocol service.
@@ -50,6 +51,11 @@ type ProtocolClient interface {
 	// plugin built before it answers Unimplemented, which the host takes as
 	// "no validator".
 	Validate(ctx context.Context, in *ValidateRequest, opts ...grpc.CallOption) (*ValidateResponse, error)
+	// Prepare hands the plugin, once, a request that is the same for every
+	// call (protocols.Preparer), for an opened client; its calls then carry
+	// only the handle it returns (CallBatch.prepared). Protocol version 3:
+	// a plugin that speaks version 2 is never asked.
+	Prepare(ctx context.Context, in *PrepareRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
 }
 
 type protocolClient struct {
@@ -127,6 +133,15 @@ func (c *protocolClient) Validate(ctx context.Context, in *ValidateRequest, opts
 	return out, nil
 }
 
+func (c *protocolClient) Prepare(ctx context.Context, in *PrepareRequest, opts ...grpc.CallOption) (*PrepareResponse, error) {
+	out := new(PrepareResponse)
+	err := c.cc.Invoke(ctx, Protocol_Prepare_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProtocolServer is the server API for Protocol service.
 // All implementations must embed UnimplementedProtocolServer
 // for forward compatibility
@@ -146,6 +161,11 @@ type ProtocolServer interface {
 	// plugin built before it answers Unimplemented, which the host takes as
 	// "no validator".
 	Validate(context.Context, *ValidateRequest) (*ValidateResponse, error)
+	// Prepare hands the plugin, once, a request that is the same for every
+	// call (protocols.Preparer), for an opened client; its calls then carry
+	// only the handle it returns (CallBatch.prepared). Protocol version 3:
+	// a plugin that speaks version 2 is never asked.
+	Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error)
 	mustEmbedUnimplementedProtocolServer()
 }
 
@@ -167,6 +187,9 @@ func (UnimplementedProtocolServer) CloseClient(context.Context, *CloseRequest) (
 }
 func (UnimplementedProtocolServer) Validate(context.Context, *ValidateRequest) (*ValidateResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Validate not implemented")
+}
+func (UnimplementedProtocolServer) Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Prepare not implemented")
 }
 func (UnimplementedProtocolServer) mustEmbedUnimplementedProtocolServer() {}
 
@@ -279,6 +302,24 @@ func _Protocol_Validate_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Protocol_Prepare_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PrepareRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProtocolServer).Prepare(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Protocol_Prepare_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProtocolServer).Prepare(ctx, req.(*PrepareRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Protocol_ServiceDesc is the grpc.ServiceDesc for Protocol service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -301,6 +342,10 @@ var Protocol_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Validate",
 			Handler:    _Protocol_Validate_Handler,
+		},
+		{
+			MethodName: "Prepare",
+			Handler:    _Protocol_Prepare_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

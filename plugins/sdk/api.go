@@ -23,7 +23,16 @@ const Version = "0.1.0"
 
 // ProtocolVersion is the wire protocol's version. It goes up whenever host
 // and plugin could no longer safely talk; go-plugin refuses a mismatch.
-const ProtocolVersion = 2
+// Version 3 sends a constant request once (the Prepare RPC) and a
+// per-call one by attribute, with a table of types.
+const ProtocolVersion = 3
+
+// OldestProtocolVersion is the oldest wire version both ends still speak:
+// a host offers it and a plugin serves it, beside ProtocolVersion, so a
+// plugin built with the SDK of version 2 runs with this hload, and a
+// plugin built with this SDK runs with an hload of version 2. The
+// handshake agrees on the newest both speak.
+const OldestProtocolVersion = 2
 
 // PluginName is the name of the one plugin a plugin binary serves.
 const PluginName = "protocol"
@@ -41,9 +50,11 @@ func Handshake() plugin.HandshakeConfig {
 // PluginSets returns go-plugin's versioned plugin sets. impl is the
 // protocol on the plugin side and nil on the host side.
 func PluginSets(impl protocols.Protocol) map[int]plugin.PluginSet {
-	return map[int]plugin.PluginSet{
-		ProtocolVersion: {PluginName: &grpcPlugin{impl: impl}},
+	sets := make(map[int]plugin.PluginSet, ProtocolVersion-OldestProtocolVersion+1)
+	for v := OldestProtocolVersion; v <= ProtocolVersion; v++ {
+		sets[v] = plugin.PluginSet{PluginName: &grpcPlugin{impl: impl, version: v}}
 	}
+	return sets
 }
 
 // Serve runs impl as a plugin. It is a plugin binary's whole main.
@@ -64,6 +75,9 @@ func Serve(impl protocols.Protocol) {
 type grpcPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	impl protocols.Protocol
+	// version is the wire version the handshake agreed on: the plugin's
+	// server answers as a plugin of that version would.
+	version int
 }
 
 var _ plugin.GRPCPlugin = (*grpcPlugin)(nil)
@@ -73,7 +87,7 @@ func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.impl == nil {
 		return errors.New("sdk: no protocol to serve")
 	}
-	proto.RegisterProtocolServer(s, newServer(p.impl))
+	proto.RegisterProtocolServer(s, newServer(p.impl, p.version))
 	return nil
 }
 

@@ -14,7 +14,14 @@ import (
 // over a unix socket, as a plugin process would be, and opens a client.
 func openGoPlugin(t testing.TB, do func(context.Context, protocols.Call, func(protocols.Sample))) protocols.Client {
 	t.Helper()
-	gc, _ := plugin.TestPluginGRPCConn(t, false, PluginSets(&fake{do: do})[ProtocolVersion])
+	return openGoPluginProtocol(t, &fake{do: do}, ProtocolVersion)
+}
+
+// openGoPluginProtocol is openGoPlugin for any protocol, with both ends
+// speaking the given wire version.
+func openGoPluginProtocol(t testing.TB, impl protocols.Protocol, version int) protocols.Client {
+	t.Helper()
+	gc, _ := plugin.TestPluginGRPCConn(t, false, PluginSets(impl)[version])
 	t.Cleanup(func() { gc.Close() })
 	raw, err := gc.Dispense(PluginName)
 	if err != nil {
@@ -24,7 +31,7 @@ func openGoPlugin(t testing.TB, do func(context.Context, protocols.Call, func(pr
 	if !ok {
 		t.Fatalf("dispensed a %T", raw)
 	}
-	r, err := NewRemote(context.Background(), pc, RemoteOptions{Name: "fake"})
+	r, err := NewRemote(context.Background(), pc, RemoteOptions{Name: "fake", ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

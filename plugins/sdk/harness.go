@@ -44,7 +44,9 @@ func newHarness(impl protocols.Protocol, opts RemoteOptions) (*Harness, error) {
 // that play an older or broken plugin.
 func newHarnessOpts(impl protocols.Protocol, opts RemoteOptions, serverOpts ...grpc.ServerOption) (*Harness, error) {
 	lis := bufconn.Listen(harnessBuffer)
-	srv := newServer(impl)
+	// Both ends speak the version the options ask for, as a handshake
+	// would agree on.
+	srv := newServer(impl, opts.protocolVersion())
 	gs := grpc.NewServer(serverOpts...)
 	proto.RegisterProtocolServer(gs, srv)
 	go gs.Serve(lis)

@@ -52,6 +52,18 @@ type RemoteOptions struct {
 	HangTimeout time.Duration
 	// Stderr returns the plugin's last stderr lines, for errors.
 	Stderr func() []string
+	// ProtocolVersion is the wire version the handshake agreed on
+	// (go-plugin's NegotiatedVersion); zero means ProtocolVersion. At 2,
+	// requests go whole on every call, as a plugin built before version 3
+	// expects.
+	ProtocolVersion int
+}
+
+func (o RemoteOptions) protocolVersion() int {
+	if o.ProtocolVersion == 0 {
+		return ProtocolVersion
+	}
+	return o.ProtocolVersion
 }
 
 // PluginError is the error a client's Failed channel delivers: which plugin
@@ -120,6 +132,10 @@ func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) 
 	if opts.HangTimeout <= 0 {
 		opts.HangTimeout = DefaultHangTimeout
 	}
+	if v := opts.protocolVersion(); v < OldestProtocolVersion || v > ProtocolVersion {
+		return nil, fmt.Errorf("plugin %q: wire version %d; this hload speaks %d to %d", opts.Name, v, OldestProtocolVersion, ProtocolVersion)
+	}
+	opts.ProtocolVersion = opts.protocolVersion()
 	target, err := SchemaFromProto(d.TargetSchema)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: target schema: %w", opts.Name, err)
@@ -241,6 +257,12 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		failed:    make(chan error, 1),
 		ledger:    delivery.LedgerFrom(ctx),
 	}
+	if r.opts.ProtocolVersion >= 3 {
+		// Built per client: the numbers of its types are its stream's.
+		if c.attrs, err = newAttrEncoder(r.requestType); err != nil {
+			c.attrs = nil // the requests go whole, as to a plugin of version 2
+		}
+	}
 	r.mu.Lock()
 	r.clients[c] = struct{}{}
 	r.mu.Unlock()
@@ -272,7 +294,13 @@ type pendingCall struct {
 	iteration uint64
 	planned   int64  // unix nanoseconds, 0 for none
 	request   []byte // shared with the encode cache: never modified
-	keepBody  bool
+	// prepared is the handle of the plugin's copy of the request, 0 for
+	// none; attrs, when byAttr, are its attributes, encoded. Then request
+	// is nil.
+	prepared uint32
+	attrs    []attrEnc
+	byAttr   bool
+	keepBody bool
 	// keepHeaders asks for the response's headers (Call.KeepHeaders).
 	keepHeaders bool
 	scenario    uint32              // the number of the call's scenario ending, 0 for none
@@ -318,7 +346,9 @@ type client struct {
 	wake   chan struct{} // capacity 1, so wakes coalesce
 	failed chan error    // capacity 1: the one failure
 
-	encoded encodeCache    // request encodings, reused while the value repeats
+	encoded encodeCache // request encodings, reused while the value repeats
+	// attrs encodes requests by attribute; nil at wire version 2.
+	attrs   *attrEncoder
 	touched []*pendingCall // receive's own: calls that got samples and run on
 
 	gaugesMu sync.Mutex
@@ -356,10 +386,51 @@ type ledgerStep struct {
 }
 
 var (
-	_ protocols.Client = (*client)(nil)
-	_ protocols.Failer = (*client)(nil)
-	_ protocols.Gauger = (*client)(nil)
+	_ protocols.Client   = (*client)(nil)
+	_ protocols.Failer   = (*client)(nil)
+	_ protocols.Gauger   = (*client)(nil)
+	_ protocols.Preparer = (*client)(nil)
 )
+
+// prepareTimeout bounds a Prepare RPC, which decodes a value and has the
+// protocol render it, before any load.
+const prepareTimeout = 10 * time.Second
+
+// errNotPreparing is Prepare's answer for a plugin of wire version 2: the
+// core then sends the request with each call, as before.
+var errNotPreparing = errors.New("the plugin speaks wire version 2, which has no Prepare")
+
+// prepared is what the host's Prepare returns: the plugin's handle of the
+// request, on one client.
+type prepared struct {
+	c      *client
+	handle uint32
+}
+
+// Prepare implements protocols.Preparer: it sends the request to the
+// plugin once, and the calls that carry what it returns send only the
+// handle. The plugin has its protocol's client prepare the request too,
+// when that is a protocols.Preparer. An error leaves the request
+// unprepared: its calls then send it whole or by attribute.
+func (c *client) Prepare(request cty.Value) (any, error) {
+	if c.r.opts.ProtocolVersion < 3 {
+		return nil, errNotPreparing
+	}
+	b, err := encodeValue(withNulls(nullIfNil(request, c.r.requestType), c.r.requestType), c.r.requestType)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: encoding the request: %w", c.r.opts.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(c.streamCtx, prepareTimeout)
+	defer cancel()
+	resp, err := c.r.c.Prepare(ctx, &proto.PrepareRequest{ClientId: c.id, RequestMsgpack: b})
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: prepare: %w", c.r.opts.Name, err)
+	}
+	if resp.Handle == 0 {
+		return nil, fmt.Errorf("plugin %q: prepare: the plugin returned no handle", c.r.opts.Name)
+	}
+	return &prepared{c: c, handle: resp.Handle}, nil
+}
 
 // Gauges implements protocols.Gauger with the levels the plugin's client
 // reported last, at most a gauge interval ago (none when it has none).
@@ -373,16 +444,27 @@ func (c *client) Gauges(report func(name string, value int64)) {
 
 // Do implements protocols.Client.
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	req, err := c.encoded.encode(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
-	if err != nil {
-		// The core checked the request against the schema, so this is a
-		// bug, reported on the call rather than the whole run.
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
-		return
-	}
 	p := pendingCalls.Get().(*pendingCall)
+	p.prepared, p.byAttr, p.request = 0, false, nil
+	p.attrs = p.attrs[:0]
+	if pr, ok := call.Prepared.(*prepared); ok && pr.c == c {
+		p.prepared = pr.handle
+	} else if c.attrs != nil {
+		p.attrs, p.byAttr = c.attrs.encode(call.Request, p.attrs)
+	}
+	if p.prepared == 0 && !p.byAttr {
+		req, err := c.encoded.encode(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
+		if err != nil {
+			// The core checked the request against the schema, so this is
+			// a bug, reported on the call rather than the whole run.
+			pendingCalls.Put(p)
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
+			return
+		}
+		p.request = req
+	}
 	p.vu, p.iteration, p.planned = call.VU, call.Iteration, unixNano(call.Planned)
-	p.request, p.keepBody, p.keepHeaders = req, call.KeepBody, call.KeepHeaders
+	p.keepBody, p.keepHeaders = call.KeepBody, call.KeepHeaders
 	p.samples = p.samples[:0]
 	p.outcome = protocols.ErrNone
 	p.finishing = false
@@ -667,6 +749,16 @@ func (c *client) send() {
 		for _, p := range calls {
 			w.add(p)
 		}
+		if c.attrs != nil {
+			// After the calls were taken: each numbered its types before
+			// it was queued, so the batch carries them all.
+			var err error
+			if w.batch.Types, err = c.attrs.unsent(w.batch.Types); err != nil {
+				c.mu.Unlock()
+				c.fail("could not encode a request's type: "+err.Error(), err)
+				return
+			}
+		}
 		c.mu.Unlock()
 		clear(calls) // keep no pooled call alive
 		if c.following.Load() {
@@ -714,6 +806,9 @@ type callColumns struct {
 	// index finds a request already in the batch. The encode cache hands
 	// out the same bytes for a repeated value, so their address names them.
 	index map[*byte]uint32
+	// attrIndex finds an attribute's encoding already in the batch, as
+	// index finds a request.
+	attrIndex map[*byte]uint32
 	// ledger holds the ledger steps, when a batch has any; keys finds a
 	// ledger key already in it.
 	ledger proto.LedgerSteps
@@ -731,6 +826,15 @@ func (w *callColumns) reset() {
 		w.index = make(map[*byte]uint32)
 	}
 	clear(w.index)
+	b.Prepared, b.ByAttribute, b.AttrValue, b.AttrType = b.Prepared[:0], b.ByAttribute[:0], b.AttrValue[:0], b.AttrType[:0]
+	clear(b.AttrValues)
+	b.AttrValues = b.AttrValues[:0]
+	clear(b.Types)
+	b.Types = b.Types[:0]
+	if w.attrIndex == nil {
+		w.attrIndex = make(map[*byte]uint32)
+	}
+	clear(w.attrIndex)
 	if b.Ledger != nil {
 		l := b.Ledger
 		l.Keys, l.Key, l.Number, l.Kind = l.Keys[:0], l.Key[:0], l.Number[:0], l.Kind[:0]
@@ -793,14 +897,47 @@ func (w *callColumns) add(p *pendingCall) {
 		b.KeepHeaders = append(b.KeepHeaders, true)
 	}
 	b.Ending = append(b.Ending, p.scenario)
-	key := unsafe.SliceData(p.request)
-	i, ok := w.index[key]
-	if !ok || len(b.Requests[i]) != len(p.request) {
-		i = uint32(len(b.Requests))
-		b.Requests = append(b.Requests, p.request)
-		w.index[key] = i
+	// The two columns of version 3 start, as keep_headers does, at the
+	// first call that needs them.
+	before := len(b.CallId) - 1 // the calls before this one
+	if p.prepared != 0 || len(b.Prepared) > 0 {
+		for len(b.Prepared) < before {
+			b.Prepared = append(b.Prepared, 0)
+		}
+		b.Prepared = append(b.Prepared, p.prepared)
 	}
-	b.Request = append(b.Request, i)
+	if p.byAttr || len(b.ByAttribute) > 0 {
+		for len(b.ByAttribute) < before {
+			b.ByAttribute = append(b.ByAttribute, false)
+		}
+		b.ByAttribute = append(b.ByAttribute, p.byAttr)
+	}
+	switch {
+	case p.prepared != 0:
+		b.Request = append(b.Request, 0)
+	case p.byAttr:
+		b.Request = append(b.Request, 0)
+		for _, a := range p.attrs {
+			key := unsafe.SliceData(a.enc)
+			i, ok := w.attrIndex[key]
+			if !ok || len(b.AttrValues[i]) != len(a.enc) {
+				i = uint32(len(b.AttrValues))
+				b.AttrValues = append(b.AttrValues, a.enc)
+				w.attrIndex[key] = i
+			}
+			b.AttrValue = append(b.AttrValue, i)
+			b.AttrType = append(b.AttrType, a.ty)
+		}
+	default:
+		key := unsafe.SliceData(p.request)
+		i, ok := w.index[key]
+		if !ok || len(b.Requests[i]) != len(p.request) {
+			i = uint32(len(b.Requests))
+			b.Requests = append(b.Requests, p.request)
+			w.index[key] = i
+		}
+		b.Request = append(b.Request, i)
+	}
 }
 
 // receive hands samples to their pending calls and completes the calls the

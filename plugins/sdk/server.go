@@ -39,6 +39,10 @@ type server struct {
 	targetType  cty.Type
 	requestType cty.Type
 	heartbeat   time.Duration
+	// version is the wire version agreed on: at 2 the server answers as a
+	// plugin built before version 3 does (no Prepare, no attribute
+	// columns), so that a test plays one with the current code.
+	version int
 
 	// stall makes every Run sender stop sending, heartbeats included, so a
 	// test can play a hung plugin.
@@ -46,23 +50,44 @@ type server struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	clients map[uint64]opened
+	clients map[uint64]*opened
 }
 
-// opened is an opened client with its mirror of the run's ledger.
+// opened is an opened client with its mirror of the run's ledger and the
+// requests the host prepared on it.
 type opened struct {
 	client protocols.Client
 	mirror *mirror
+
+	mu         sync.Mutex
+	prepared   map[uint32]preparedRequest
+	lastHandle uint32
 }
 
-func newServer(impl protocols.Protocol) *server {
+// preparedRequest is a request the host sent once (the Prepare RPC),
+// decoded, with what the protocol's client made of it (protocols.Preparer;
+// nil when it is none or refused).
+type preparedRequest struct {
+	request  cty.Value
+	prepared any
+}
+
+func (o *opened) preparedRequest(h uint32) (preparedRequest, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.prepared[h]
+	return p, ok
+}
+
+func newServer(impl protocols.Protocol, version int) *server {
 	info := impl.Describe()
 	s := &server{
 		impl:        impl,
 		targetType:  hcldec.ImpliedType(info.TargetSpec),
 		requestType: hcldec.ImpliedType(info.RequestSpec),
 		heartbeat:   heartbeatEvery,
-		clients:     make(map[uint64]opened),
+		version:     version,
+		clients:     make(map[uint64]*opened),
 	}
 	// Encoded once: a schema the wire cannot carry is the plugin author's
 	// bug, reported by Describe to whoever starts the plugin.
@@ -156,9 +181,57 @@ func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenR
 	s.mu.Lock()
 	s.nextID++
 	id := s.nextID
-	s.clients[id] = opened{client: client, mirror: m}
+	s.clients[id] = &opened{client: client, mirror: m, prepared: make(map[uint32]preparedRequest)}
 	s.mu.Unlock()
 	return &proto.OpenResponse{ClientId: id}, nil
+}
+
+// Prepare keeps a request the host will refer to by a handle, and has the
+// protocol's client prepare it when it can, as the core has an in-process
+// client do. The protocol's refusal is not the host's error: the calls
+// then go without what it prepared, and Do reports the fault per call as
+// it would have in-process.
+func (s *server) Prepare(_ context.Context, req *proto.PrepareRequest) (*proto.PrepareResponse, error) {
+	if s.version < 3 {
+		// What a plugin built before version 3 answers.
+		return nil, status.Error(codes.Unimplemented, "method Prepare not implemented")
+	}
+	s.mu.Lock()
+	o, ok := s.clients[req.ClientId]
+	s.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no client %d", req.ClientId)
+	}
+	val, err := decodeValue(req.RequestMsgpack, s.requestType)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "decoding the request: %v", err)
+	}
+	p := preparedRequest{request: val}
+	if preparer, ok := o.client.(protocols.Preparer); ok {
+		p.prepared = prepare(preparer, val)
+	}
+	o.mu.Lock()
+	o.lastHandle++
+	h := o.lastHandle
+	o.prepared[h] = p
+	o.mu.Unlock()
+	return &proto.PrepareResponse{Handle: h}, nil
+}
+
+// prepare calls the protocol's Prepare; an error or a panic leaves the
+// request unprepared.
+func prepare(p protocols.Preparer, request cty.Value) (prepared any) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "hload plugin: Prepare panicked: %v\n%s", r, debug.Stack())
+			prepared = nil
+		}
+	}()
+	prepared, err := p.Prepare(request)
+	if err != nil {
+		return nil
+	}
+	return prepared
 }
 
 func (s *server) CloseClient(_ context.Context, req *proto.CloseRequest) (*proto.CloseResponse, error) {
@@ -179,7 +252,7 @@ func (s *server) CloseClient(_ context.Context, req *proto.CloseRequest) (*proto
 func (s *server) closeAll() {
 	s.mu.Lock()
 	clients := s.clients
-	s.clients = make(map[uint64]opened)
+	s.clients = make(map[uint64]*opened)
 	s.mu.Unlock()
 	for _, o := range clients {
 		o.client.Close()
@@ -205,6 +278,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 	r := &run{
 		s:      s,
 		stream: stream,
+		opened: o,
 		client: o.client,
 		mirror: o.mirror,
 		// Calls carry the mirror too, as calls in-process carry the run's
@@ -214,6 +288,8 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		ctx:      ctx,
 		calls:    make(map[uint64]*callState),
 		requests: make(map[string]cty.Value),
+		prepared: make(map[uint32]preparedRequest),
+		attrs:    newAttrDecoder(s.requestType),
 		endings:  make(map[uint32]*scenarioEnding),
 		vus:      make(map[vuKey]*vuContext),
 		jobs:     make(chan job),
@@ -246,6 +322,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 type run struct {
 	s        *server
 	stream   proto.Protocol_RunServer
+	opened   *opened
 	client   protocols.Client
 	mirror   *mirror
 	callBase context.Context // what every call's context derives from
@@ -257,6 +334,8 @@ type run struct {
 	mu       sync.Mutex
 	calls    map[uint64]*callState      // in flight, by call id
 	requests map[string]cty.Value       // decoded requests by their msgpack; Run's goroutine only
+	prepared map[uint32]preparedRequest // the client's, as this stream met them; Run's goroutine only
+	attrs    *attrDecoder               // Run's goroutine only
 	endings  map[uint32]*scenarioEnding // by the host's number; Run's goroutine only
 	vus      map[vuKey]*vuContext       // Run's goroutine only
 	jobs     chan job                   // unbuffered: taken only by an idle worker
@@ -273,11 +352,19 @@ func (r *run) handle(b *proto.CallBatch) {
 	// it sent the batch.
 	r.replay(b)
 	// Calls before cancels: a cancel may name a call of the same batch.
-	if err := checkCallBatch(b); err != nil {
+	v3 := r.s.version >= 3
+	if !v3 {
+		// A plugin of version 2 knows none of these: the host that speaks
+		// it never sends them.
+		b.Prepared, b.ByAttribute, b.AttrValue, b.AttrType, b.AttrValues, b.Types = nil, nil, nil, nil, nil, nil
+	}
+	if err := checkCallBatch(b, len(r.attrs.schema.names)); err != nil {
 		for _, id := range b.CallId {
 			r.fail(id, "malformed call batch: "+err.Error())
 		}
 	} else {
+		r.attrs.addTypes(b.Types)
+		attr := 0 // the first attribute entry of the next call by attribute
 		for i, id := range b.CallId {
 			call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
 			// Empty when no call of the batch asks, or from a host built
@@ -286,7 +373,26 @@ func (r *run) handle(b *proto.CallBatch) {
 			if t := b.PlannedUnixNano[i]; t != 0 {
 				call.Planned = time.Unix(0, t)
 			}
-			r.start(id, call, b.Requests[b.Request[i]], b.Ending[i])
+			var err error
+			switch {
+			case len(b.Prepared) > 0 && b.Prepared[i] != 0:
+				err = r.preparedRequest(b.Prepared[i], &call)
+			case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
+				n := len(r.attrs.schema.names)
+				call.Request, err = r.attrs.decode(b.AttrValues, b.AttrValue[attr:attr+n], b.AttrType[attr:attr+n])
+				attr += n
+			default:
+				// Decoded here rather than on the call's goroutine: the
+				// decoder recurses deeply, which would grow every fresh
+				// goroutine's stack, and the cache needs no lock on the
+				// one receiving goroutine.
+				call.Request, err = r.decodeRequest(b.Requests[b.Request[i]])
+			}
+			if err != nil {
+				r.fail(id, fmt.Sprintf("decoding the request: %v", err))
+				continue
+			}
+			r.start(id, call, b.Ending[i])
 		}
 	}
 	// After the calls: an ending may close in the batch that sends its
@@ -309,9 +415,24 @@ func (r *run) handle(b *proto.CallBatch) {
 	}
 }
 
+// preparedRequest sets a call's request and what the protocol prepared of
+// it from the handle the host sent it with.
+func (r *run) preparedRequest(h uint32, call *protocols.Call) error {
+	p, ok := r.prepared[h]
+	if !ok {
+		if p, ok = r.opened.preparedRequest(h); !ok {
+			return fmt.Errorf("no prepared request %d", h)
+		}
+		r.prepared[h] = p
+	}
+	call.Request, call.Prepared = p.request, p.prepared
+	return nil
+}
+
 // checkCallBatch checks that b's columns agree, so a broken host fails its
-// calls rather than the plugin.
-func checkCallBatch(b *proto.CallBatch) error {
+// calls rather than the plugin. attrs is the number of the request
+// schema's attributes.
+func checkCallBatch(b *proto.CallBatch, attrs int) error {
 	n := len(b.CallId)
 	for _, l := range []int{len(b.Vu), len(b.Iteration), len(b.PlannedUnixNano), len(b.KeepBody), len(b.Request), len(b.Ending)} {
 		if l != n {
@@ -321,9 +442,28 @@ func checkCallBatch(b *proto.CallBatch) error {
 	if len(b.KeepHeaders) != 0 && len(b.KeepHeaders) != n {
 		return fmt.Errorf("keep_headers for %d of %d calls", len(b.KeepHeaders), n)
 	}
+	if len(b.Prepared) != 0 && len(b.Prepared) != n {
+		return fmt.Errorf("prepared for %d of %d calls", len(b.Prepared), n)
+	}
+	if len(b.ByAttribute) != 0 && len(b.ByAttribute) != n {
+		return fmt.Errorf("by_attribute for %d of %d calls", len(b.ByAttribute), n)
+	}
+	byAttr := 0
 	for i, req := range b.Request {
-		if int(req) >= len(b.Requests) {
+		switch {
+		case len(b.Prepared) > 0 && b.Prepared[i] != 0:
+		case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
+			byAttr++
+		case int(req) >= len(b.Requests):
 			return fmt.Errorf("call %d names request %d of %d", b.CallId[i], req, len(b.Requests))
+		}
+	}
+	if len(b.AttrValue) != byAttr*attrs || len(b.AttrType) != len(b.AttrValue) {
+		return fmt.Errorf("%d attribute values and %d types for %d calls of %d attributes", len(b.AttrValue), len(b.AttrType), byAttr, attrs)
+	}
+	for _, v := range b.AttrValue {
+		if int(v) >= len(b.AttrValues) {
+			return fmt.Errorf("attribute value %d of %d", v, len(b.AttrValues))
 		}
 	}
 	return nil
@@ -416,9 +556,9 @@ func (r *run) scenarioEnding(n uint32) *scenarioEnding {
 	return e
 }
 
-// start runs one call with its request's encoding and the number of its
+// start runs one call, its request decoded, with the number of its
 // scenario's ending (0 for none).
-func (r *run) start(id uint64, call protocols.Call, request []byte, ending uint32) {
+func (r *run) start(id uint64, call protocols.Call, ending uint32) {
 	r.mu.Lock()
 	if _, dup := r.calls[id]; dup {
 		r.mu.Unlock()
@@ -427,15 +567,6 @@ func (r *run) start(id uint64, call protocols.Call, request []byte, ending uint3
 		return
 	}
 	r.mu.Unlock()
-	// Decoded here rather than on the call's goroutine: the decoder
-	// recurses deeply, which would grow every fresh goroutine's stack, and
-	// the cache needs no lock on the one receiving goroutine.
-	req, err := r.decodeRequest(request)
-	if err != nil {
-		r.fail(id, fmt.Sprintf("decoding the request: %v", err))
-		return
-	}
-	call.Request = req
 	cs := callStates.Get().(*callState)
 	cs.r, cs.id, cs.keepBody, cs.sawRequest, cs.seen = r, id, call.KeepBody, false, false
 	cs.keepHeaders = call.KeepHeaders
