@@ -25,6 +25,14 @@ import (
 // names in order, and a number's text, whose shortest formatting at cty's
 // precision is the costly part of an encoding.
 type jsonCache struct {
+	// cur is the value being encoded, kept for identityOf, and id and ty
+	// the identity and type of the last number or collection this node
+	// held, whole its encoding: the same value again is appended as it
+	// was, without a walk.
+	cur   cty.Value
+	id    identity
+	ty    cty.Type
+	whole []byte
 	// num is the number this node held last and text its encoding; nil
 	// when the node held no number that needed formatting.
 	num  *big.Float
@@ -44,6 +52,29 @@ func appendJSONCached(dst []byte, v cty.Value, t cty.Type, c *jsonCache) ([]byte
 	if v.IsMarked() || !v.IsKnown() || v.IsNull() {
 		return appendJSONValue(dst, v, t)
 	}
+	if t == cty.Number || t.IsObjectType() || t.IsTupleType() || t.IsListType() || t.IsMapType() || t.IsSetType() {
+		c.cur = v
+		id := identityOf(&c.cur)
+		c.cur = cty.NilVal
+		if id.p != nil && id == c.id && t.Equals(c.ty) {
+			return append(dst, c.whole...), true
+		}
+		start := len(dst)
+		dst, ok := appendJSONWalk(dst, v, t, c)
+		if !ok {
+			c.id = identity{}
+			return dst, false
+		}
+		c.id, c.ty = id, t
+		c.whole = append(c.whole[:0], dst[start:]...)
+		return dst, true
+	}
+	return appendJSONValue(dst, v, t)
+}
+
+// appendJSONWalk is appendJSONCached for a known, unmarked value that is
+// not null and not the node's last: its parts are reused where they can.
+func appendJSONWalk(dst []byte, v cty.Value, t cty.Type, c *jsonCache) ([]byte, bool) {
 	switch {
 	case t == cty.Number:
 		return c.number(dst, v.AsBigFloat())
@@ -244,8 +275,7 @@ func (b *plainBase) join(path string) *url.URL {
 // compared as one, and a map, object, list or tuple that is the very one
 // the last call held (as the attributes that are constant in a dynamic
 // request are: the config shares one value among the calls) is the same
-// without a walk; cty never changes a value once made. Anything else is
-// RawEquals's.
+// without a walk. Anything else is RawEquals's.
 //
 // a and b point to values in a VU's scratch, so that reading them through
 // reflect allocates nothing.
@@ -263,28 +293,54 @@ func sameValue(pa, pb *cty.Value) bool {
 	case ta.IsPrimitiveType() || tb.IsPrimitiveType():
 		return a.RawEquals(b)
 	}
-	if ca, cb := collectionPointer(pa), collectionPointer(pb); ca != nil && ca == cb && ta.Equals(tb) {
+	if ia := identityOf(pa); ia.p != nil && ia == identityOf(pb) && ta.Equals(tb) {
 		return true
 	}
 	return a.RawEquals(b)
 }
 
-// collectionPointer returns the address of the map or slice a collection
-// value holds, or nil. cty.Value does not export it; reflect reads it
-// without touching it.
-func collectionPointer(v *cty.Value) unsafe.Pointer {
+// identical reports whether a and b, in a VU's scratch, are the very same
+// value (see identityOf), without comparing them otherwise.
+func identical(pa, pb *cty.Value) bool {
+	if pa.IsMarked() || pb.IsMarked() || !pa.IsKnown() || !pb.IsKnown() {
+		return false
+	}
+	ia := identityOf(pa)
+	return ia.p != nil && ia == identityOf(pb) && pa.Type().Equals(pb.Type())
+}
+
+// identity is where a value that is not a string or a bool keeps its
+// contents: the map of an object or map, the array and length of a
+// tuple, list or set, the *big.Float of a number. cty never changes a
+// value's contents once made, so two values of the same type and identity
+// are equal; two equal values may have different identities.
+type identity struct {
+	p unsafe.Pointer
+	n int
+}
+
+// identityOf returns v's identity, or the zero identity when it has none.
+// cty.Value does not export its contents; reflect reads them without
+// touching them. v must not be on the stack: reflect would move it to the
+// heap, an allocation per call.
+func identityOf(v *cty.Value) identity {
 	rv := reflect.ValueOf(v).Elem()
 	if rv.Kind() != reflect.Struct {
-		return nil
+		return identity{}
 	}
 	for i := 0; i < rv.NumField(); i++ {
 		f := rv.Field(i)
 		if f.Kind() != reflect.Interface || f.IsNil() {
 			continue
 		}
-		if e := f.Elem(); e.Kind() == reflect.Map || e.Kind() == reflect.Slice && e.Len() > 0 {
-			return e.UnsafePointer()
+		switch e := f.Elem(); e.Kind() {
+		case reflect.Map, reflect.Pointer:
+			return identity{p: e.UnsafePointer()}
+		case reflect.Slice:
+			if e.Len() > 0 {
+				return identity{p: e.UnsafePointer(), n: e.Len()}
+			}
 		}
 	}
-	return nil
+	return identity{}
 }

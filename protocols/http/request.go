@@ -60,7 +60,7 @@ type scratch struct {
 	// last holds the attributes out was rendered from: an attribute
 	// equal to its last value keeps what out holds of it.
 	last struct {
-		timeout, expected, method, headers, query, path cty.Value
+		timeout, expected, method, headers, query, path, json cty.Value
 		hasBody                                         bool
 		contentType                                     []string
 	}
@@ -71,9 +71,10 @@ type scratch struct {
 	query   string
 	// base joins a plain path to the target's base URL.
 	base plainBase
-	// json is the buffer a json attribute is encoded into, and jsonCache
-	// what helps encode the next.
+	// json is the buffer a json attribute is encoded into, jsonBody the
+	// payload it gave, and jsonCache what helps encode the next.
 	json      []byte
+	jsonBody  string
 	jsonCache jsonCache
 }
 
@@ -121,7 +122,7 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 	}
 
 	var contentType []string
-	if out.body, contentType, out.hasBody, err = requestBody(r, s); err != nil {
+	if out.body, contentType, out.hasBody, err = requestBody(r, s, reuse); err != nil {
 		return err
 	}
 
@@ -272,7 +273,10 @@ func noBody() (io.ReadCloser, error) { return nethttp.NoBody, nil }
 // which may be set, and the content type it implies. A json body is
 // encoded into s.json, then copied out, since calls in flight may still
 // read the payload.
-func requestBody(r cty.Value, s *scratch) (payload string, contentType []string, has bool, err error) {
+//
+// reuse says that s describes the VU's last call (see render): a json
+// value that is the very one of the last call keeps its payload.
+func requestBody(r cty.Value, s *scratch, reuse bool) (payload string, contentType []string, has bool, err error) {
 	first := ""
 	one := func(name string) error {
 		if first != "" {
@@ -294,13 +298,19 @@ func requestBody(r cty.Value, s *scratch) (payload string, contentType []string,
 		if err := one("json"); err != nil {
 			return "", nil, false, err
 		}
-		b, err := encodeJSONCached(s.json[:0], j, &s.jsonCache)
-		if err != nil {
-			return "", nil, false, err
+		if reuse && identical(&a.json, &s.last.json) {
+			payload, contentType = s.jsonBody, contentTypeJSON
+		} else {
+			b, err := encodeJSONCached(s.json[:0], j, &s.jsonCache)
+			if err != nil {
+				return "", nil, false, err
+			}
+			s.json = b
+			payload, contentType = string(b), contentTypeJSON
+			s.jsonBody = payload
 		}
-		s.json = b
-		payload, contentType = string(b), contentTypeJSON
 	}
+	s.last.json = a.json
 	if f := a.form; !f.IsNull() {
 		if err := one("form"); err != nil {
 			return "", nil, false, err
