@@ -61,8 +61,8 @@ type scratch struct {
 	// equal to its last value keeps what out holds of it.
 	last struct {
 		timeout, expected, method, headers, query, path, json cty.Value
-		hasBody                                         bool
-		contentType                                     []string
+		hasBody                                               bool
+		contentType                                           []string
 	}
 	// attrs are the attributes of the call being rendered.
 	attrs requestAttrs
