@@ -57,6 +57,12 @@ type Feeder struct {
 	ends    []uint32 // ends[i*len(columns)+c] is where field c of row i ends in fields
 	rows    int
 
+	// built holds the rows Row built, by index, when the file has at most
+	// maxBuiltRows of them: a row is an object of three maps, most of a
+	// dynamic request's cost when built per iteration. Larger files keep
+	// their compact form and are built per call.
+	built []atomic.Pointer[cty.Value]
+
 	// taken counts the rows handed out by all cursors of a unique feeder:
 	// unique means once in the whole run, not once per scenario.
 	taken atomic.Uint64
@@ -75,9 +81,27 @@ func (f *Feeder) Columns() []string { return slices.Clone(f.columns) }
 // Len returns the number of rows.
 func (f *Feeder) Len() int { return f.rows }
 
+// maxBuiltRows bounds the rows a feeder keeps built (see Feeder.built):
+// a few hundred bytes each.
+const maxBuiltRows = 4096
+
 // Row returns row i, from 0 to Len()-1, as an object of column name to
-// string. It builds the object on each call and is safe for concurrent use.
+// string. It builds the object on its first call for a small file, and on
+// each call for a large one, and is safe for concurrent use.
 func (f *Feeder) Row(i int) cty.Value {
+	if i < len(f.built) {
+		if v := f.built[i].Load(); v != nil {
+			return *v
+		}
+		v := f.buildRow(i)
+		f.built[i].Store(&v) // two VUs may build it at once: the same value
+		return v
+	}
+	return f.buildRow(i)
+}
+
+// buildRow returns row i as Row does.
+func (f *Feeder) buildRow(i int) cty.Value {
 	n := len(f.columns)
 	first := i * n
 	start := 0
@@ -318,6 +342,9 @@ func (f *Feeder) load(dir string, delimiter rune) *hcl.Diagnostic {
 			f.Path, quoteList(f.columns))
 	}
 	f.fields = fields.String()
+	if f.rows <= maxBuiltRows {
+		f.built = make([]atomic.Pointer[cty.Value], f.rows)
+	}
 	// append may leave up to twice the room needed; a million rows are
 	// worth one copy to give it back.
 	if cap(f.ends)-len(f.ends) > len(f.ends)/8 {
