@@ -1,12 +1,22 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/protocols"
 )
 
 // BenchmarkOpenModel measures how closely the open model holds its rate:
@@ -26,6 +36,193 @@ func BenchmarkOpenModel(b *testing.B) {
 				b.ReportMetric(late.P50, "lateness-p50-ms")
 				b.ReportMetric(late.P99, "lateness-p99-ms")
 				b.ReportMetric(float64(sum.Scenarios["open"].DroppedIterations), "dropped")
+			}
+		})
+	}
+}
+
+// nopTest is a scenario against nopProtocol: the core's own work, with no
+// protocol cost and no network wait.
+func nopTest(b *testing.B, scenario string) *config.Test {
+	b.Helper()
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(`target "t" {
+  protocol = "nop"
+}
+scenario "s" {
+` + scenario + `
+  request "r" {
+    path = "/r"
+  }
+}
+`)}, b.TempDir(), config.Options{Protocols: protocols.NewRegistry(nopProtocol{})})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	return test
+}
+
+// BenchmarkOpenCPU measures what the open model costs the core per
+// request, apart from any protocol: the same in-process request
+// (nopProtocol) in the closed model (1 VU looping for 1 s), then a bare
+// timer loop keeping the open schedule (the Go runtime's own cost of
+// waking at that rate: the floor any pacer pays), then the open model at
+// the rate for 2 s with the default VU pool, as the bench harness runs it.
+// Each b.N iteration runs all three, so their ratios come from one run;
+// run it with -benchtime=1x, under taskset -c 0 to match the harness.
+//
+// cpu-us/request is the process's CPU (user + system, every thread, GC
+// included) over the requests sent; open/closed is the issue's ratio;
+// open-floor-us is what the open model costs per request beyond the
+// runtime's wake-ups.
+func BenchmarkOpenCPU(b *testing.B) {
+	for _, rate := range []int{2000, 10000} {
+		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
+			closedTest := nopTest(b, `  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"`)
+			openTest := nopTest(b, fmt.Sprintf(`  executor = "constant-arrival-rate"
+  rate     = %d
+  duration = "2s"`, rate))
+			opts := Options{Protocols: protocols.NewRegistry(nopProtocol{})}
+			for b.Loop() {
+				cpu := cpuTime(b)
+				sum := runTest(b, closedTest, opts)
+				closed := perRequest(cpuTime(b)-cpu, sum.Scenarios["s"].Requests["r"].Count)
+
+				cpu = cpuTime(b)
+				ref := referencePacer(rate, 2*time.Second)
+				floor := perRequest(cpuTime(b)-cpu, int64(len(ref)))
+				slices.Sort(ref)
+				refP99 := float64(ref[len(ref)*99/100]) / float64(time.Millisecond)
+
+				cpu = cpuTime(b)
+				sum = runTest(b, openTest, opts)
+				r := sum.Scenarios["s"].Requests["r"]
+				open := perRequest(cpuTime(b)-cpu, r.Count)
+				planned := float64(2 * rate)
+				late := r.Metrics[metrics.MetricStartLateness]
+
+				b.ReportMetric(closed, "closed-cpu-us/request")
+				b.ReportMetric(floor, "floor-cpu-us/tick")
+				b.ReportMetric(open, "open-cpu-us/request")
+				b.ReportMetric(open/closed, "open/closed")
+				b.ReportMetric(open-floor, "open-floor-us")
+				b.ReportMetric(late.P99, "lateness-p99-ms")
+				b.ReportMetric(refP99, "floor-lateness-p99-ms")
+				b.ReportMetric(100*math.Abs(float64(r.Count)-planned)/planned, "%off-plan")
+				b.ReportMetric(float64(sum.Scenarios["s"].DroppedIterations), "dropped")
+			}
+		})
+	}
+}
+
+// perRequest is cpu over n requests, in microseconds.
+func perRequest(cpu time.Duration, n int64) float64 {
+	return float64(cpu.Nanoseconds()) / 1e3 / float64(max(n, 1))
+}
+
+// holdProtocol holds every call until release closes or the call is
+// cancelled: VUs that wait on a slow server, with no protocol state of
+// their own, so that what a waiting VU costs the core shows alone.
+type holdProtocol struct {
+	held    *atomic.Int64
+	release chan struct{}
+}
+
+func (holdProtocol) Describe() protocols.Info {
+	return protocols.Info{
+		Name:        "hold",
+		TargetSpec:  hcldec.ObjectSpec{},
+		RequestSpec: hcldec.ObjectSpec{"path": &hcldec.AttrSpec{Name: "path", Type: cty.String}},
+	}
+}
+
+func (p holdProtocol) Open(context.Context, cty.Value) (protocols.Client, error) { return p, nil }
+
+func (p holdProtocol) Do(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+	start := time.Now()
+	p.held.Add(1)
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+	}
+	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Status: 200})
+}
+
+func (holdProtocol) Close() error { return nil }
+
+// heldMemory runs n VUs of test's executor (var.vus) that each send one
+// call holdProtocol holds, and returns the memory in use once all n are
+// held, after a GC: the heap in use, and the goroutine stacks.
+func heldMemory(b *testing.B, src string, n int) (heap, stacks uint64) {
+	b.Helper()
+	p := holdProtocol{held: new(atomic.Int64), release: make(chan struct{})}
+	registry := protocols.NewRegistry(p)
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, b.TempDir(),
+		config.Options{Protocols: registry, Vars: map[string]string{"vus": strconv.Itoa(n)}})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runTest(b, test, Options{Protocols: registry})
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for p.held.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d VUs held after a minute", p.held.Load(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.GC()
+	runtime.GC() // the second one frees what the first one's finalizers let go
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	close(p.release)
+	<-done
+	return m.HeapInuse, m.StackInuse
+}
+
+// BenchmarkIdleVUs measures the memory a VU costs the core while it waits
+// on a response: n VUs each hold one call of holdProtocol, at 2,000 and
+// at 10,000 VUs, and the slope between the two is the cost of one more
+// VU (what any run costs with no VU at all cancels out): heap in use and
+// goroutine stacks after a GC, apart and together. The closed
+// model's executor (iterations, as the harness runs it) and the open
+// model's pool (every VU busy at once) are measured apart.
+func BenchmarkIdleVUs(b *testing.B) {
+	for _, bc := range []struct{ name, scenario string }{
+		{"iterations", `  executor   = "iterations"
+  vus        = var.vus
+  iterations = 1`},
+		{"arrival-rate", `  executor          = "constant-arrival-rate"
+  rate              = var.vus
+  duration          = "1s"
+  pre_allocated_vus = var.vus
+  max_vus           = var.vus`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			src := `variable "vus" {}
+target "t" {
+  protocol = "hold"
+}
+scenario "s" {
+` + bc.scenario + `
+  graceful_stop = "1m"
+  request "r" {
+    path = "/r"
+  }
+}
+`
+			for b.Loop() {
+				lowHeap, lowStacks := heldMemory(b, src, 2000)
+				highHeap, highStacks := heldMemory(b, src, 10000)
+				heap := float64(int64(highHeap)-int64(lowHeap)) / 8000
+				stacks := float64(int64(highStacks)-int64(lowStacks)) / 8000
+				b.ReportMetric(heap, "heap-B/VU")
+				b.ReportMetric(stacks, "stack-B/VU")
+				b.ReportMetric(heap+stacks, "B/VU")
 			}
 		})
 	}
