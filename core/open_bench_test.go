@@ -3,10 +3,17 @@ package core
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"math"
+	"net"
+	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +24,8 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
+	hloadhttp "github.com/hload/hload/protocols/http"
+	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // BenchmarkOpenModel measures how closely the open model holds its rate:
@@ -121,15 +130,16 @@ func perRequest(cpu time.Duration, n int64) float64 {
 	return float64(cpu.Nanoseconds()) / 1e3 / float64(max(n, 1))
 }
 
-// holdProtocol holds every call until release closes or the call is
-// cancelled: VUs that wait on a slow server, with no protocol state of
+// holdProtocol holds every call until releaseAll or the call's
+// cancellation: VUs that wait on a slow server, with no protocol state of
 // their own, so that what a waiting VU costs the core shows alone.
 type holdProtocol struct {
-	held    *atomic.Int64
+	held    atomic.Int64
+	mu      sync.Mutex
 	release chan struct{}
 }
 
-func (holdProtocol) Describe() protocols.Info {
+func (*holdProtocol) Describe() protocols.Info {
 	return protocols.Info{
 		Name:        "hold",
 		TargetSpec:  hcldec.ObjectSpec{},
@@ -137,29 +147,47 @@ func (holdProtocol) Describe() protocols.Info {
 	}
 }
 
-func (p holdProtocol) Open(context.Context, cty.Value) (protocols.Client, error) { return p, nil }
+func (p *holdProtocol) Open(context.Context, cty.Value) (protocols.Client, error) { return p, nil }
 
-func (p holdProtocol) Do(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+func (p *holdProtocol) Do(ctx context.Context, _ protocols.Call, emit func(protocols.Sample)) {
 	start := time.Now()
+	p.mu.Lock()
+	if p.release == nil {
+		p.release = make(chan struct{})
+	}
+	release := p.release
+	p.mu.Unlock()
 	p.held.Add(1)
 	select {
-	case <-p.release:
+	case <-release:
 	case <-ctx.Done():
 	}
 	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Status: 200})
 }
 
-func (holdProtocol) Close() error { return nil }
+// releaseAll lets every held call go; later calls are held again.
+func (p *holdProtocol) releaseAll() {
+	p.mu.Lock()
+	if p.release != nil {
+		close(p.release)
+	}
+	p.release = nil
+	p.held.Store(0)
+	p.mu.Unlock()
+}
+
+func (*holdProtocol) Close() error { return nil }
 
 // heldMemory runs n VUs of test's executor (var.vus) that each send one
-// call holdProtocol holds, and returns the memory in use once all n are
-// held, after a GC: the heap in use, and the goroutine stacks.
-func heldMemory(b *testing.B, src string, n int) (heap, stacks uint64) {
+// call that the target holds, and returns the memory in use once all n
+// are held, after a GC: the heap in use, and the goroutine stacks. held
+// is how many calls the target holds, release lets them all go.
+func heldMemory(b *testing.B, src string, vars map[string]string, registry *protocols.Registry, n int, held func() int64, release func()) (heap, stacks uint64) {
 	b.Helper()
-	p := holdProtocol{held: new(atomic.Int64), release: make(chan struct{})}
-	registry := protocols.NewRegistry(p)
+	vars = maps.Clone(vars)
+	vars["vus"] = strconv.Itoa(n)
 	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, b.TempDir(),
-		config.Options{Protocols: registry, Vars: map[string]string{"vus": strconv.Itoa(n)}})
+		config.Options{Protocols: registry, Vars: vars})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
@@ -169,9 +197,10 @@ func heldMemory(b *testing.B, src string, n int) (heap, stacks uint64) {
 		runTest(b, test, Options{Protocols: registry})
 	}()
 	deadline := time.Now().Add(time.Minute)
-	for p.held.Load() < int64(n) {
+	for held() < int64(n) {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d VUs held after a minute", p.held.Load(), n)
+			release()
+			b.Fatalf("%d of %d VUs held after a minute", held(), n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -179,20 +208,70 @@ func heldMemory(b *testing.B, src string, n int) (heap, stacks uint64) {
 	runtime.GC() // the second one frees what the first one's finalizers let go
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	close(p.release)
+	release()
 	<-done
 	return m.HeapInuse, m.StackInuse
 }
 
-// BenchmarkIdleVUs measures the memory a VU costs the core while it waits
-// on a response: n VUs each hold one call of holdProtocol, at 2,000 and
-// at 10,000 VUs, and the slope between the two is the cost of one more
-// VU (what any run costs with no VU at all cancels out): heap in use and
-// goroutine stacks after a GC, apart and together. The closed
-// model's executor (iterations, as the harness runs it) and the open
-// model's pool (every VU busy at once) are measured apart.
+// holdServerEnv makes the test binary a server that holds every request
+// until it is told to let them go (see serveHold), in a process of its
+// own, so that the benchmark's memory is the client's alone.
+const holdServerEnv = "HLOAD_TEST_HOLD_SERVER"
+
+// serveHold holds every request until GET /__release, answers GET /__held
+// with how many it holds, prints its address and exits when its standard
+// input closes.
+func serveHold() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(ln.Addr().String())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	var (
+		held    atomic.Int64
+		mu      sync.Mutex
+		release = make(chan struct{})
+	)
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ch := release
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/__held":
+			fmt.Fprint(w, held.Load())
+		case "/__release":
+			mu.Lock()
+			close(release)
+			release = make(chan struct{})
+			held.Store(0)
+			mu.Unlock()
+		default:
+			held.Add(1)
+			select {
+			case <-ch:
+			case <-r.Context().Done():
+			}
+			w.Write([]byte("ok"))
+		}
+	}))
+}
+
+// BenchmarkIdleVUs measures the memory a VU costs while it waits on a
+// response: n VUs each hold one call, at 2,000 and at 10,000 VUs, and the
+// slope between the two is the cost of one more VU (what any run costs
+// with no VU at all cancels out): heap in use and goroutine stacks after
+// a GC, apart and together. With holdProtocol the figures are the core's
+// alone; with http, the real protocol against a server in a child
+// process that holds every request, they are the core's and the
+// protocol's. The closed model's executor (iterations, as the bench
+// harness runs it) and the open model's pool (every VU busy at once) are
+// measured apart.
 func BenchmarkIdleVUs(b *testing.B) {
-	for _, bc := range []struct{ name, scenario string }{
+	executors := []struct{ name, scenario string }{
 		{"iterations", `  executor   = "iterations"
   vus        = var.vus
   iterations = 1`},
@@ -201,29 +280,65 @@ func BenchmarkIdleVUs(b *testing.B) {
   duration          = "1s"
   pre_allocated_vus = var.vus
   max_vus           = var.vus`},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			src := `variable "vus" {}
+	}
+	for _, protocol := range []string{"hold", "http"} {
+		for _, ex := range executors {
+			b.Run(protocol+"/"+ex.name, func(b *testing.B) {
+				src := `variable "vus" {}
+variable "base_url" {}
 target "t" {
-  protocol = "hold"
+  protocol = "` + protocol + `"
 }
 scenario "s" {
-` + bc.scenario + `
+` + ex.scenario + `
   graceful_stop = "1m"
   request "r" {
     path = "/r"
   }
 }
 `
-			for b.Loop() {
-				lowHeap, lowStacks := heldMemory(b, src, 2000)
-				highHeap, highStacks := heldMemory(b, src, 10000)
-				heap := float64(int64(highHeap)-int64(lowHeap)) / 8000
-				stacks := float64(int64(highStacks)-int64(lowStacks)) / 8000
-				b.ReportMetric(heap, "heap-B/VU")
-				b.ReportMetric(stacks, "stack-B/VU")
-				b.ReportMetric(heap+stacks, "B/VU")
-			}
-		})
+				vars := map[string]string{"base_url": ""}
+				var (
+					registry *protocols.Registry
+					held     func() int64
+					release  func()
+				)
+				switch protocol {
+				case "hold":
+					p := &holdProtocol{}
+					registry = protocols.NewRegistry(p)
+					held = p.held.Load
+					release = p.releaseAll
+				case "http":
+					src = strings.Replace(src, `  protocol = "http"`, `  base_url = var.base_url`, 1)
+					url := "http://" + protocoltest.StartChild(b, holdServerEnv)
+					vars["base_url"] = url
+					registry = protocols.NewRegistry(hloadhttp.New())
+					held = func() int64 { return getInt(b, url+"/__held") }
+					release = func() { getInt(b, url+"/__release") }
+				}
+				for b.Loop() {
+					lowHeap, lowStacks := heldMemory(b, src, vars, registry, 2000, held, release)
+					highHeap, highStacks := heldMemory(b, src, vars, registry, 10000, held, release)
+					heap := float64(int64(highHeap)-int64(lowHeap)) / 8000
+					stacks := float64(int64(highStacks)-int64(lowStacks)) / 8000
+					b.ReportMetric(heap, "heap-B/VU")
+					b.ReportMetric(stacks, "stack-B/VU")
+					b.ReportMetric(heap+stacks, "B/VU")
+				}
+			})
+		}
 	}
+}
+
+// getInt GETs url and reads the number it answers, or 0 for no body.
+func getInt(b *testing.B, url string) int64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.ParseInt(string(body), 10, 64)
+	return n
 }

@@ -405,6 +405,10 @@ func TestMain(m *testing.M) {
 		serveSleep()
 		return
 	}
+	if os.Getenv(holdServerEnv) == "1" {
+		serveHold()
+		return
+	}
 	os.Exit(m.Run())
 }
 
