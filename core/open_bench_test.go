@@ -132,16 +132,29 @@ func perRequest(cpu time.Duration, n int64) float64 {
 
 // holdProtocol holds every call until releaseAll or the call's
 // cancellation: VUs that wait on a slow server, with no protocol state of
-// their own, so that what a waiting VU costs the core shows alone.
+// their own, so that what a waiting VU costs the core shows alone. When
+// deep, a call first runs a deep call chain, as a dial or a TLS handshake
+// does, which grows the VU's stack to 8 KB, then waits under about 1 KB
+// of frames (Do's included), as a lean protocol parked in a read on a
+// net.Conn would: that chain alone, from net.(*conn).Read down to
+// gopark, takes some 600 bytes. A GC shrinks a parked goroutine's stack
+// by half only while all its frames and 800 bytes take under a quarter
+// of it, so whether an 8 KB stack goes back to 4 KB depends on the
+// core's frames under Do too.
 type holdProtocol struct {
+	deep    bool
 	held    atomic.Int64
 	mu      sync.Mutex
 	release chan struct{}
 }
 
-func (*holdProtocol) Describe() protocols.Info {
+func (p *holdProtocol) Describe() protocols.Info {
+	name := "hold"
+	if p.deep {
+		name = "deep"
+	}
 	return protocols.Info{
-		Name:        "hold",
+		Name:        name,
 		TargetSpec:  hcldec.ObjectSpec{},
 		RequestSpec: hcldec.ObjectSpec{"path": &hcldec.AttrSpec{Name: "path", Type: cty.String}},
 	}
@@ -158,11 +171,44 @@ func (p *holdProtocol) Do(ctx context.Context, _ protocols.Call, emit func(proto
 	release := p.release
 	p.mu.Unlock()
 	p.held.Add(1)
-	select {
-	case <-release:
-	case <-ctx.Done():
+	wait := func() {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	if p.deep {
+		growStack(12)
+		holdUnder(0, wait)
+	} else {
+		wait()
 	}
 	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Status: 200})
+}
+
+// growStack takes about 6 KB of stack.
+//
+//go:noinline
+func growStack(depth int) byte {
+	var pad [512]byte
+	pad[depth] = byte(depth)
+	if depth == 0 {
+		return pad[0]
+	}
+	return growStack(depth-1) + pad[depth]
+}
+
+// holdUnder calls wait under depth+1 frames of about 150 bytes.
+//
+//go:noinline
+func holdUnder(depth int, wait func()) byte {
+	var pad [112]byte
+	pad[depth] = byte(depth)
+	if depth == 0 {
+		wait()
+		return pad[0]
+	}
+	return holdUnder(depth-1, wait) + pad[depth]
 }
 
 // releaseAll lets every held call go; later calls are held again.
@@ -264,8 +310,8 @@ func serveHold() {
 // response: n VUs each hold one call, at 2,000 and at 10,000 VUs, and the
 // slope between the two is the cost of one more VU (what any run costs
 // with no VU at all cancels out): heap in use and goroutine stacks after
-// a GC, apart and together. With holdProtocol the figures are the core's
-// alone; with http, the real protocol against a server in a child
+// a GC, apart and together. With holdProtocol (hold, deep) the figures
+// are the core's alone; with http, the real protocol against a server in a child
 // process that holds every request, they are the core's and the
 // protocol's. The closed model's executor (iterations, as the bench
 // harness runs it) and the open model's pool (every VU busy at once) are
@@ -281,7 +327,7 @@ func BenchmarkIdleVUs(b *testing.B) {
   pre_allocated_vus = var.vus
   max_vus           = var.vus`},
 	}
-	for _, protocol := range []string{"hold", "http"} {
+	for _, protocol := range []string{"hold", "deep", "http"} {
 		for _, ex := range executors {
 			b.Run(protocol+"/"+ex.name, func(b *testing.B) {
 				src := `variable "vus" {}
@@ -304,8 +350,8 @@ scenario "s" {
 					release  func()
 				)
 				switch protocol {
-				case "hold":
-					p := &holdProtocol{}
+				case "hold", "deep":
+					p := &holdProtocol{deep: protocol == "deep"}
 					registry = protocols.NewRegistry(p)
 					held = p.held.Load
 					release = p.releaseAll
