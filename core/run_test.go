@@ -409,6 +409,10 @@ func TestMain(m *testing.M) {
 		serveHold()
 		return
 	}
+	if os.Getenv(helloServerEnv) == "1" {
+		serveHello()
+		return
+	}
 	os.Exit(m.Run())
 }
 
