@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -12,11 +13,16 @@ type pool struct {
 	maxVUs  int
 	maxWait time.Duration // how long an iteration may wait for a VU; 0 drops at once
 
-	idle chan *vu
-	wg   sync.WaitGroup
+	wg sync.WaitGroup
 
-	mu      sync.Mutex // guards all and backlog, and going idle
-	all     []*vu
+	mu  sync.Mutex // guards all, idle and backlog
+	all []*vu
+	// idle is a stack: the VU that went idle last is handed the next
+	// iteration. At a rate the target keeps up with, the few VUs it takes
+	// run every iteration, their stacks, buffers and connections warm in
+	// the CPU's caches, and the rest of the pool stays parked; a queue
+	// would walk every VU of the pool, and every connection, in turn.
+	idle    []*vu
 	backlog []time.Time // planned starts, oldest first
 }
 
@@ -29,13 +35,16 @@ type pool struct {
 func (sc *scenarioRun) runArrivals(a arrivals, preAllocated, maxVUs int, maxWait time.Duration, seg Segment) {
 	preAllocated = max(1, seg.Scale(preAllocated))
 	maxVUs = max(preAllocated, seg.Scale(maxVUs))
-	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait, idle: make(chan *vu, maxVUs)}
+	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait}
 	if sc.setup != nil {
 		p.setUp(preAllocated)
 	} else {
 		for range preAllocated {
-			p.idle <- p.spawn(nil)
+			p.spawn(nil)
 		}
+		// The lowest ids on top, so that a light load runs on VU 1.
+		p.idle = slices.Clone(p.all)
+		slices.Reverse(p.idle)
 	}
 
 	timer := time.NewTimer(time.Hour)
@@ -115,28 +124,24 @@ func (p *pool) setUp(n int) {
 // dispatch hands a planned iteration to an idle VU, a new VU, the backlog,
 // or drops it.
 func (p *pool) dispatch(planned time.Time) {
-	select {
-	case v := <-p.idle:
-		v.jobs <- planned
-		return
-	default:
-	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	// A VU may have gone idle since the first look; VUs go idle under mu,
-	// so this second look cannot miss one.
-	select {
-	case v := <-p.idle:
-		v.jobs <- planned
-	default:
+	var v *vu
+	if n := len(p.idle); n > 0 {
+		v = p.idle[n-1]
+		p.idle = p.idle[:n-1]
+	} else {
 		switch {
 		case len(p.all) < p.maxVUs:
-			p.spawn(nil).jobs <- planned
+			v = p.spawn(nil)
 		case p.maxWait > 0:
 			p.backlog = append(p.backlog, planned)
 		default:
 			p.sc.dropped.Add(1)
 		}
+	}
+	p.mu.Unlock()
+	if v != nil {
+		v.jobs <- planned // never blocks: an idle or new VU has none
 	}
 }
 
@@ -216,7 +221,7 @@ func (p *pool) next(v *vu) (time.Time, bool) {
 		}
 		p.sc.dropped.Add(1)
 	}
-	p.idle <- v // never blocks: it holds a slot per VU
+	p.idle = append(p.idle, v)
 	return time.Time{}, false
 }
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -304,4 +305,50 @@ func TestDroppedIterations(t *testing.T) {
 	if want := `"dropped_iterations":` + strconv.FormatInt(sc.DroppedIterations, 10); !strings.Contains(string(data), want) {
 		t.Errorf("summary JSON lacks %s", want)
 	}
+}
+
+// TestOpenModelReusesWarmVUs: at a rate the server keeps up with, each
+// iteration goes to the VU that went idle last, so that 100 iterations
+// run on one or two VUs of a pool of 20 (their connections warm, the rest
+// parked), the first on the lowest id. A queue of idle VUs would run 5
+// on each of the 20. The server's count must equal the calls recorded.
+func TestOpenModelReusesWarmVUs(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	test := loadTest(t, loopbackTarget+`scenario "light" {
+  executor          = "constant-arrival-rate"
+  rate              = 100
+  duration          = "1s"
+  pre_allocated_vus = 20
+  max_vus           = 20
+  request "r" {
+    path = "/r"
+  }
+}
+`, map[string]string{"base_url": srv.URL})
+	raw := &rawRecorder{}
+	sum := runTest(t, test, Options{Sinks: []Sink{raw}})
+	raw.rawMu.Lock()
+	defer raw.rawMu.Unlock()
+	if got := srv.count("/r"); got != len(raw.raw) || int64(got) != sum.Scenarios["light"].Iterations {
+		t.Fatalf("server count %d, raw records %d, iterations %d", got, len(raw.raw), sum.Scenarios["light"].Iterations)
+	}
+	if len(raw.raw) < 90 {
+		t.Fatalf("%d iterations of the 100 planned", len(raw.raw))
+	}
+	perVU := map[uint64]int{}
+	for _, rec := range raw.raw {
+		perVU[rec.VU]++
+	}
+	counts := slices.Collect(maps.Values(perVU))
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	// A busy machine may hold a VU past the next start now and then, and
+	// the pacer then takes another; still two VUs run most iterations.
+	if top := counts[0] + counts[min(1, len(counts)-1)]; top < len(raw.raw)/2 {
+		t.Errorf("the two busiest of %d VUs ran %d of %d iterations (%v); want most of them", len(perVU), top, len(raw.raw), perVU)
+	}
+	if perVU[1] == 0 {
+		t.Errorf("VU 1 ran none of the iterations (%v); the first goes to the lowest id", perVU)
+	}
+	t.Logf("iterations per VU: %v", perVU)
 }

@@ -405,6 +405,14 @@ func TestMain(m *testing.M) {
 		serveSleep()
 		return
 	}
+	if os.Getenv(holdServerEnv) == "1" {
+		serveHold()
+		return
+	}
+	if os.Getenv(helloServerEnv) == "1" {
+		serveHello()
+		return
+	}
 	os.Exit(m.Run())
 }
 
