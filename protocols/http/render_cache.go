@@ -3,7 +3,6 @@ package http
 import (
 	"math/big"
 	"net/url"
-	"reflect"
 	"slices"
 	"unsafe"
 
@@ -25,14 +24,14 @@ import (
 // names in order, and a number's text, whose shortest formatting at cty's
 // precision is the costly part of an encoding.
 type jsonCache struct {
-	// cur is the value being encoded, kept for identityOf, and id and ty
-	// the identity and type of the last number or collection this node
-	// held, whole its encoding: the same value again is appended as it
-	// was, without a walk.
-	cur   cty.Value
-	id    identity
+	// last is the last number or collection this node held, walked as ty,
+	// and whole its encoding; has says they are set. The very same value
+	// again is appended as it was, without a walk. Holding last keeps its
+	// payload alive, so no other value can take its address.
+	last  cty.Value
 	ty    cty.Type
 	whole []byte
+	has   bool
 	// num is the number this node held last and text its encoding; nil
 	// when the node held no number that needed formatting.
 	num  *big.Float
@@ -53,19 +52,16 @@ func appendJSONCached(dst []byte, v cty.Value, t cty.Type, c *jsonCache) ([]byte
 		return appendJSONValue(dst, v, t)
 	}
 	if t == cty.Number || t.IsObjectType() || t.IsTupleType() || t.IsListType() || t.IsMapType() || t.IsSetType() {
-		c.cur = v
-		id := identityOf(&c.cur)
-		c.cur = cty.NilVal
-		if id.p != nil && id == c.id && t.Equals(c.ty) {
+		if c.has && sameWords(&v, &c.last) && sameType(t, c.ty) {
 			return append(dst, c.whole...), true
 		}
 		start := len(dst)
 		dst, ok := appendJSONWalk(dst, v, t, c)
 		if !ok {
-			c.id = identity{}
+			c.has, c.last = false, cty.NilVal
 			return dst, false
 		}
-		c.id, c.ty = id, t
+		c.has, c.last, c.ty = true, v, t
 		c.whole = append(c.whole[:0], dst[start:]...)
 		return dst, true
 	}
@@ -276,9 +272,6 @@ func (b *plainBase) join(path string) *url.URL {
 // the last call held (as the attributes that are constant in a dynamic
 // request are: the config shares one value among the calls) is the same
 // without a walk. Anything else is RawEquals's.
-//
-// a and b point to values in a VU's scratch, so that reading them through
-// reflect allocates nothing.
 func sameValue(pa, pb *cty.Value) bool {
 	a, b := *pa, *pb
 	if a.IsMarked() || b.IsMarked() || !a.IsKnown() || !b.IsKnown() {
@@ -293,54 +286,49 @@ func sameValue(pa, pb *cty.Value) bool {
 	case ta.IsPrimitiveType() || tb.IsPrimitiveType():
 		return a.RawEquals(b)
 	}
-	if ia := identityOf(pa); ia.p != nil && ia == identityOf(pb) && ta.Equals(tb) {
+	if sameWords(pa, pb) {
 		return true
 	}
 	return a.RawEquals(b)
 }
 
-// identical reports whether a and b, in a VU's scratch, are the very same
-// value (see identityOf), without comparing them otherwise.
-func identical(pa, pb *cty.Value) bool {
-	if pa.IsMarked() || pb.IsMarked() || !pa.IsKnown() || !pb.IsKnown() {
-		return false
-	}
-	ia := identityOf(pa)
-	return ia.p != nil && ia == identityOf(pb) && pa.Type().Equals(pb.Type())
+// identical reports whether a and b are the very same known value (see
+// sameWords), without comparing them otherwise.
+func identical(a, b *cty.Value) bool {
+	return !a.IsMarked() && !b.IsMarked() && a.IsKnown() && b.IsKnown() && sameWords(a, b)
 }
 
-// identity is where a value that is not a string or a bool keeps its
-// contents: the map of an object or map, the array and length of a
-// tuple, list or set, the *big.Float of a number. cty never changes a
-// value's contents once made, so two values of the same type and identity
-// are equal; two equal values may have different identities.
-type identity struct {
-	p unsafe.Pointer
-	n int
+// valueWords is cty.Value's layout: its type and its payload, two
+// interfaces (plugins/sdk reads it the same way), and typeWords
+// cty.Type's, one interface.
+type (
+	valueWords [4]uintptr
+	typeWords  [2]uintptr
+)
+
+// wordsOK says whether cty.Value and cty.Type have the layouts sameWords
+// and sameType rely on; when they do not, nothing is found identical.
+var wordsOK = unsafe.Sizeof(cty.Value{}) == unsafe.Sizeof(valueWords{}) &&
+	unsafe.Sizeof(cty.Type{}) == unsafe.Sizeof(typeWords{})
+
+// sameWords reports whether a and b are the very same value: the same
+// type and the same payload, word for word. cty never changes a value's
+// payload once made, so such values are equal: the map of an object, the
+// array of a tuple, the *big.Float of a number, the string. The config
+// shares one value of each constant part of a request among its calls,
+// which this finds without RawEquals's walk. false only means "not known
+// to be the same". The caller holds a or b, so its payload cannot be
+// freed and its address taken by another.
+func sameWords(a, b *cty.Value) bool {
+	return wordsOK && *(*valueWords)(unsafe.Pointer(a)) == *(*valueWords)(unsafe.Pointer(b))
 }
 
-// identityOf returns v's identity, or the zero identity when it has none.
-// cty.Value does not export its contents; reflect reads them without
-// touching them. v must not be on the stack: reflect would move it to the
-// heap, an allocation per call.
-func identityOf(v *cty.Value) identity {
-	rv := reflect.ValueOf(v).Elem()
-	if rv.Kind() != reflect.Struct {
-		return identity{}
+// sameType reports whether a and b are equal types, word for word when
+// they are the very same (as a value's type is on every call), else by
+// Equals.
+func sameType(a, b cty.Type) bool {
+	if wordsOK && *(*typeWords)(unsafe.Pointer(&a)) == *(*typeWords)(unsafe.Pointer(&b)) {
+		return true
 	}
-	for i := 0; i < rv.NumField(); i++ {
-		f := rv.Field(i)
-		if f.Kind() != reflect.Interface || f.IsNil() {
-			continue
-		}
-		switch e := f.Elem(); e.Kind() {
-		case reflect.Map, reflect.Pointer:
-			return identity{p: e.UnsafePointer()}
-		case reflect.Slice:
-			if e.Len() > 0 {
-				return identity{p: e.UnsafePointer(), n: e.Len()}
-			}
-		}
-	}
-	return identity{}
+	return a.Equals(b)
 }
