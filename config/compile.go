@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -132,6 +133,7 @@ type compiler struct {
 	r     *Request         // says which expressions are dynamic
 	base  *hcl.EvalContext // evaluates the constant parts at load
 	draws draws            // what the random functions draw from
+	ids   *vuIDs           // the values of vu.id, shared by the test's requests
 }
 
 // compile returns expr's compiled form, or nil when HCL must evaluate it.
@@ -218,7 +220,10 @@ func (k *compiler) traversal(t hcl.Traversal) node {
 	}
 	switch {
 	case names[0] == rootVU && len(names) == 2 && names[1] == "id":
-		return vuID{}
+		if k.ids == nil {
+			k.ids = &vuIDs{}
+		}
+		return vuID{k.ids}
 	case names[0] == rootVU && len(names) == 2 && names[1] == "iteration":
 		return vuIteration{}
 	case names[0] == rootVU && len(names) == 3 && names[1] == vuVars:
@@ -407,9 +412,30 @@ func (n tuple) value(c *call) (cty.Value, bool) {
 }
 
 // vuID is vu.id.
-type vuID struct{}
+type vuID struct{ ids *vuIDs }
 
-func (vuID) value(c *call) (cty.Value, bool) { return cty.NumberUIntVal(c.it.VU), true }
+// vuIDs holds the values of the first VU ids, each made on first use: a
+// VU's id is the same on every call, and the same value lets the protocol
+// find it unchanged without reading it (a cty number is a *big.Float,
+// made anew on each call otherwise).
+type vuIDs [maxSharedIDs]atomic.Pointer[cty.Value]
+
+// maxSharedIDs bounds the VU ids whose values are kept.
+const maxSharedIDs = 4096
+
+func (n vuID) value(c *call) (cty.Value, bool) {
+	id := c.it.VU
+	if id >= maxSharedIDs {
+		return cty.NumberUIntVal(id), true
+	}
+	if v := n.ids[id].Load(); v != nil {
+		return *v, true
+	}
+	v := cty.NumberUIntVal(id)
+	n.ids[id].Store(&v) // two calls of one id would store equal values
+	return v, true
+}
+
 func (vuID) write(b *strings.Builder, c *call) bool {
 	return writeUint(b, c.it.VU)
 }

@@ -555,3 +555,58 @@ func TestCompiledEvalConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCompiledVUIDs checks vu.id, whose values the compiled form keeps for
+// the first ids, against the VU's own id, for ids in any order, kept or
+// not, from VUs at once (run it with -race), in two requests sharing the
+// kept values.
+func TestCompiledVUIDs(t *testing.T) {
+	test := mustLoadFiles(t, map[string]string{"test.hcl": `
+target "shop" { base_url = "http://127.0.0.1:8080" }
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  request "a" {
+    path = "/${vu.iteration}"
+    json = { vu = vu.id, n = vu.iteration }
+  }
+  request "b" {
+    path = "/b"
+    json = { id = vu.id }
+  }
+}
+`})
+	a, b := test.Scenarios[0].Requests[0], test.Scenarios[0].Requests[1]
+	ids := []uint64{1, 2, 3, 0, maxSharedIDs - 1, maxSharedIDs, maxSharedIDs + 7, 2, 1}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				id := ids[(i+g)%len(ids)]
+				for _, r := range []*Request{a, b} {
+					v, _, diags := r.Eval(Iteration{VU: id, Iteration: uint64(i), Scenario: "browse"})
+					if diags.HasErrors() {
+						errs <- diags
+						return
+					}
+					j := v.GetAttr("json")
+					name := "vu"
+					if r == b {
+						name = "id"
+					}
+					if got, _ := j.GetAttr(name).AsBigFloat().Uint64(); got != id {
+						errs <- fmt.Errorf("request %s, VU %d: vu.id = %d", r.Name, id, got)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

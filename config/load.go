@@ -111,6 +111,8 @@ type loader struct {
 	// draws are what funcs' random functions draw from, for the compiled
 	// forms of the requests' expressions (see compile.go).
 	draws draws
+	// vuIDs are the values of vu.id the compiled forms share.
+	vuIDs *vuIDs
 
 	// varCtx has only functions: variable defaults cannot use var or local.
 	varCtx *hcl.EvalContext

@@ -321,7 +321,10 @@ func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalCont
 // compiler returns the compiler of r's dynamic expressions, whose constant
 // parts are evaluated in base.
 func (l *loader) compiler(r *Request, base *hcl.EvalContext) *compiler {
-	return &compiler{r: r, base: base, draws: l.draws}
+	if l.vuIDs == nil {
+		l.vuIDs = &vuIDs{}
+	}
+	return &compiler{r: r, base: base, draws: l.draws, ids: l.vuIDs}
 }
 
 // letContexts returns the contexts a request's attributes are evaluated
