@@ -145,44 +145,45 @@ func (c *jsonCache) number(dst []byte, f *big.Float) ([]byte, bool) {
 
 // object appends an object's attributes in name order, as
 // appendJSONObject does, with the names sorted only when the attribute
-// set changed. (cty's iterator would give them sorted, but allocates a
+// set changed: a name missing from the object's type says it did. (cty's iterator would give them sorted, but allocates a
 // string value per attribute.)
 func (c *jsonCache) object(dst []byte, v cty.Value, t cty.Type) ([]byte, bool) {
 	atys := t.AttributeTypes()
-	if !sameNames(c.names, atys) {
-		c.names = c.names[:0]
-		for k := range atys {
-			c.names = append(c.names, k)
-		}
-		slices.Sort(c.names)
-		c.kids = make([]jsonCache, len(c.names)) // by name: the old ones are another's
+	if len(c.names) != len(atys) || c.names == nil {
+		c.sortNames(atys)
 	}
+	start := len(dst)
 	dst = append(dst, '{')
-	for i, k := range c.names {
+	for i := 0; i < len(c.names); i++ {
+		k := c.names[i]
+		aty, ok := atys[k]
+		if !ok {
+			// Another attribute set of the same size: sort it, start over.
+			c.sortNames(atys)
+			dst, i = append(dst[:start], '{'), -1
+			continue
+		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = appendJSONString(dst, k)
 		dst = append(dst, ':')
-		var ok bool
-		if dst, ok = appendJSONCached(dst, v.GetAttr(k), atys[k], &c.kids[i]); !ok {
+		if dst, ok = appendJSONCached(dst, v.GetAttr(k), aty, &c.kids[i]); !ok {
 			return dst, false
 		}
 	}
 	return append(dst, '}'), true
 }
 
-// sameNames reports whether names, distinct, are the keys of atys.
-func sameNames(names []string, atys map[string]cty.Type) bool {
-	if len(names) != len(atys) || names == nil {
-		return false
+// sortNames sets c's names to atys's keys, sorted, with new caches for
+// their values: the old ones were another attribute's.
+func (c *jsonCache) sortNames(atys map[string]cty.Type) {
+	c.names = c.names[:0]
+	for k := range atys {
+		c.names = append(c.names, k)
 	}
-	for _, k := range names {
-		if _, ok := atys[k]; !ok {
-			return false
-		}
-	}
-	return true
+	slices.Sort(c.names)
+	c.kids = make([]jsonCache, len(c.names))
 }
 
 // requestAttrs are a request's attributes, each as protocols.Attr returns

@@ -115,9 +115,12 @@ func randomRequests(seed uint64) func() cty.Value {
 		case 3:
 			return cty.NumberIntVal(int64(rng.IntN(9)))
 		case 4, 5:
+			// Sets of names of the same size, and of others.
 			attrs := map[string]cty.Value{}
-			for _, name := range []string{"sku", "price", "qty", "tags"}[:1+rng.IntN(4)] {
-				attrs[name] = jsonValue(depth + 1)
+			for _, name := range []string{"sku", "price", "qty", "tags", "gift"} {
+				if rng.IntN(3) > 0 {
+					attrs[name] = jsonValue(depth + 1)
+				}
 			}
 			return cty.ObjectVal(attrs)
 		case 6:
