@@ -74,6 +74,9 @@ type requestExtras struct {
 	// the next call: cty.ObjectVal copies what it is given, and a map of
 	// every attribute is most of a call's garbage otherwise.
 	attrMaps *sync.Pool
+	// calls holds Eval's call states for the next call; nil leaves Eval
+	// to allocate one per call.
+	calls *sync.Pool
 }
 
 // Delivery is what a request's delivery attribute says about one call: the
@@ -635,7 +638,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 		}
 		if dynamic {
 			if r.extra.attrMaps == nil {
-				r.extra.attrMaps = &sync.Pool{}
+				r.extra.attrMaps, r.extra.calls = &sync.Pool{}, &sync.Pool{}
 			}
 			// attrs are in key order, and so are the dynamic ones.
 			r.dynamic = append(r.dynamic, dynamicAttr{
@@ -810,7 +813,18 @@ func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return cty.NilVal, Delivery{}, diags
 	}
-	c := &call{r: r, it: it}
+	var c *call
+	if x.calls != nil {
+		c, _ = x.calls.Get().(*call)
+		defer func() {
+			*c = call{} // nothing of this call stays reachable
+			x.calls.Put(c)
+		}()
+	}
+	if c == nil {
+		c = new(call)
+	}
+	c.r, c.it = r, it
 	if x.letDynamic && x.hasLetReference {
 		// let is evaluated without let in scope: it cannot refer to itself.
 		v, d := c.eval(x.let, x.letNode)
