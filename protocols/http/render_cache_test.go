@@ -277,3 +277,59 @@ func TestPlainPathJoinIsURLParse(t *testing.T) {
 		t.Fatalf("only %d paths joined without parsing", joined)
 	}
 }
+
+// BenchmarkRenderAlternating measures what a VU's kept rendering costs
+// when its calls alternate between two dynamic requests of different
+// shapes (a flow of two steps), where nothing is the last call's: "kept"
+// renders into the VU's own, "fresh" into a new one each call.
+func BenchmarkRenderAlternating(b *testing.B) {
+	cfg, err := parseTarget(object(targetSpec(), map[string]cty.Value{"base_url": cty.StringVal("http://127.0.0.1:8080")}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	one := func(i int) cty.Value {
+		return req(map[string]cty.Value{
+			"method": cty.StringVal("POST"), "path": cty.StringVal(fmt.Sprintf("/orders/%d", i)),
+			"query": strMap("page", "1"),
+			"json": cty.ObjectVal(map[string]cty.Value{"sku": cty.StringVal("A"), "n": cty.NumberIntVal(int64(i)), "price": cty.MustParseNumberVal("19.99")}),
+		})
+	}
+	two := func(i int) cty.Value {
+		return req(map[string]cty.Value{
+			"method": cty.StringVal("PUT"), "path": cty.StringVal(fmt.Sprintf("/carts/%d", i)),
+			"headers": strMap("x-a", "1"),
+			"json": cty.ObjectVal(map[string]cty.Value{"user": cty.StringVal("u"), "items": cty.TupleVal([]cty.Value{cty.NumberIntVal(int64(i)), cty.MustParseNumberVal("2.5")})}),
+		})
+	}
+	values := make([]cty.Value, 64)
+	for i := range values {
+		if i%2 == 0 {
+			values[i] = one(i)
+		} else {
+			values[i] = two(i)
+		}
+	}
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		var rd rendered
+		var s scratch
+		i := 0
+		for b.Loop() {
+			if err := render(cfg, values[i%len(values)], &rd, &s); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			var rd rendered
+			if err := render(cfg, values[i%len(values)], &rd, &scratch{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
