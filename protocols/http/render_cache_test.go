@@ -291,14 +291,14 @@ func BenchmarkRenderAlternating(b *testing.B) {
 		return req(map[string]cty.Value{
 			"method": cty.StringVal("POST"), "path": cty.StringVal(fmt.Sprintf("/orders/%d", i)),
 			"query": strMap("page", "1"),
-			"json": cty.ObjectVal(map[string]cty.Value{"sku": cty.StringVal("A"), "n": cty.NumberIntVal(int64(i)), "price": cty.MustParseNumberVal("19.99")}),
+			"json":  cty.ObjectVal(map[string]cty.Value{"sku": cty.StringVal("A"), "n": cty.NumberIntVal(int64(i)), "price": cty.MustParseNumberVal("19.99")}),
 		})
 	}
 	two := func(i int) cty.Value {
 		return req(map[string]cty.Value{
 			"method": cty.StringVal("PUT"), "path": cty.StringVal(fmt.Sprintf("/carts/%d", i)),
 			"headers": strMap("x-a", "1"),
-			"json": cty.ObjectVal(map[string]cty.Value{"user": cty.StringVal("u"), "items": cty.TupleVal([]cty.Value{cty.NumberIntVal(int64(i)), cty.MustParseNumberVal("2.5")})}),
+			"json":    cty.ObjectVal(map[string]cty.Value{"user": cty.StringVal("u"), "items": cty.TupleVal([]cty.Value{cty.NumberIntVal(int64(i)), cty.MustParseNumberVal("2.5")})}),
 		})
 	}
 	values := make([]cty.Value, 64)
