@@ -57,23 +57,7 @@ func TestGeneratorSaturation(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the run-queue wait and taskset are Linux's")
 	}
-	// taskset is util-linux's, on every Linux the tests run on: its
-	// absence is a broken machine, not a reason to skip.
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		t.Fatalf("taskset (util-linux) is not on PATH: %v", err)
-	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Fatal(err)
-	}
-	cpu := -1
-	for i := range 1024 {
-		if set.IsSet(i) {
-			cpu = i // the last CPU this test may use
-		}
-	}
-	core := strconv.Itoa(cpu)
+	taskset, core := tasksetLastCPU(t)
 	srv := newPathCounter(t, nil)
 
 	t.Run("pinned to a busy core", func(t *testing.T) {
@@ -168,26 +152,13 @@ func TestGeneratorCountsPluginProcesses(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("hload reads its plugin processes' CPU from Linux's /proc")
 	}
-	taskset, err := exec.LookPath("taskset")
-	if err != nil {
-		t.Fatalf("taskset (util-linux) is not on PATH: %v", err)
-	}
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Fatal(err)
-	}
-	cpu := -1
-	for i := range 1024 {
-		if set.IsSet(i) {
-			cpu = i
-		}
-	}
+	taskset, core := tasksetLastCPU(t)
 	srv := newPathCounter(t, nil)
 	src := strings.Replace(generatorClosed, "base_url = var.base_url", "base_url = var.base_url\n  isolate  = true", 1)
 	before := srv.count("/r")
 	// The kernel's count covers the plugin process too: hload waits for
 	// it before it exits, and wait4 adds a child's reaped children.
-	r, treeCPU := pinnedHload(t, taskset, strconv.Itoa(cpu), src, srv.URL)
+	r, treeCPU := pinnedHload(t, taskset, core, src, srv.URL)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -215,6 +186,28 @@ func TestGeneratorCountsPluginProcesses(t *testing.T) {
 	if got, served := sum.Scenarios["closed"].Requests["r"].Count, int64(srv.count("/r")-before); got != served || got == 0 {
 		t.Errorf("summary counts %d calls, the server %d", got, served)
 	}
+}
+
+// tasksetLastCPU returns taskset's path and the last CPU this test may
+// run on, to pin hload to. taskset is util-linux's, on every Linux the
+// tests run on: its absence is a broken machine, not a reason to skip.
+func tasksetLastCPU(t *testing.T) (taskset, core string) {
+	t.Helper()
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Fatalf("taskset (util-linux) is not on PATH: %v", err)
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range 1024 {
+		if set.IsSet(i) {
+			cpu = i
+		}
+	}
+	return taskset, strconv.Itoa(cpu)
 }
 
 // checkGeneratorFigures holds the generator figures against each other and
