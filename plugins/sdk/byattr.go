@@ -117,7 +117,7 @@ func (e *attrEncoder) encode(request cty.Value, out []attrEnc) ([]attrEnc, bool)
 			out = append(out, attrEnc{enc: e.nulls[i]})
 			continue
 		}
-		v := request.GetAttr(name)
+		v := getAttr(request, name)
 		if v.IsNull() {
 			// A null of any type decodes as the null of the schema's.
 			out = append(out, attrEnc{enc: e.nulls[i]})
@@ -250,6 +250,12 @@ type attrDecoder struct {
 	}
 	next     []int
 	unpacker unpacker
+
+	// The last call's attribute values, and the types of the last
+	// object type made, by attribute.
+	vals      []cty.Value
+	attrTypes []cty.Type
+	objType   cty.Type
 }
 
 func newAttrDecoder(ty cty.Type) *attrDecoder {
@@ -279,15 +285,58 @@ func (d *attrDecoder) addTypes(types [][]byte) {
 // decode builds a call's request from its attributes' encodings, values
 // and types being the batch's columns for that call.
 func (d *attrDecoder) decode(values [][]byte, value, types []uint32) (cty.Value, error) {
-	attrs := make(map[string]cty.Value, len(d.schema.names))
+	if len(d.vals) != len(d.schema.names) {
+		d.vals = make([]cty.Value, len(d.schema.names))
+	}
 	for i, name := range d.schema.names {
 		v, err := d.attr(i, values[value[i]], types[i])
 		if err != nil {
 			return cty.NilVal, fmt.Errorf("attribute %q: %w", name, err)
 		}
-		attrs[name] = v
+		d.vals[i] = v
 	}
-	return cty.ObjectVal(attrs), nil
+	return d.object(d.vals), nil
+}
+
+// object is the request of attribute values vals, as cty.ObjectVal makes
+// it, with the last call's object type when each attribute has the type
+// it had then (a varying attribute of a type from the table, or one that
+// did not change, has the very same type), rather than a new one.
+func (d *attrDecoder) object(vals []cty.Value) cty.Value {
+	same := d.objType != cty.NilType && rawOK
+	for i := range vals {
+		if vals[i].IsMarked() || !rawOK {
+			// Not from the wire, which carries no marks; cty's own way.
+			return d.objectVal(vals)
+		}
+		if same && !sameType(vals[i].Type(), d.attrTypes[i]) {
+			same = false
+		}
+	}
+	if !same {
+		if d.attrTypes == nil {
+			d.attrTypes = make([]cty.Type, len(vals))
+		}
+		atys := make(map[string]cty.Type, len(vals))
+		for i, v := range vals {
+			d.attrTypes[i] = v.Type()
+			atys[d.schema.names[i]] = v.Type()
+		}
+		d.objType = cty.Object(atys)
+	}
+	raw := make(map[string]any, len(vals))
+	for i, v := range vals {
+		raw[d.schema.names[i]] = rawPayload(v)
+	}
+	return rawValue(d.objType, raw)
+}
+
+func (d *attrDecoder) objectVal(vals []cty.Value) cty.Value {
+	attrs := make(map[string]cty.Value, len(vals))
+	for i, v := range vals {
+		attrs[d.schema.names[i]] = v
+	}
+	return cty.ObjectVal(attrs)
 }
 
 func (d *attrDecoder) attr(i int, b []byte, n uint32) (cty.Value, error) {

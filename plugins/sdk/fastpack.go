@@ -91,7 +91,7 @@ func (p *packer) pack(b []byte, v cty.Value) ([]byte, error) {
 		var err error
 		for _, name := range names {
 			b = packString(b, name)
-			if b, err = p.pack(b, v.GetAttr(name)); err != nil {
+			if b, err = p.pack(b, getAttr(v, name)); err != nil {
 				return b, err
 			}
 		}
@@ -285,6 +285,9 @@ func (u *unpacker) value(b []byte, ty cty.Type) (cty.Value, []byte, error) {
 		if ty.IsObjectType() && n != len(ty.AttributeTypes()) {
 			break
 		}
+		if ty.IsObjectType() && rawOK {
+			return u.object(b, rest, n, ty)
+		}
 		vals := make(map[string]cty.Value, n)
 		for range n {
 			k, r, ok := unpackString(rest)
@@ -309,6 +312,34 @@ func (u *unpacker) value(b []byte, ty cty.Type) (cty.Value, []byte, error) {
 		return cty.ObjectVal(vals), rest, nil
 	}
 	return cty.NilVal, b, errNotPackable
+}
+
+// object reads the n attributes of an object of type ty, after its
+// header, into its payload, without cty.ObjectVal's new type: every
+// attribute is read as its type in ty, so the object has type ty.
+func (u *unpacker) object(b, rest []byte, n int, ty cty.Type) (cty.Value, []byte, error) {
+	atys := ty.AttributeTypes()
+	raw := make(map[string]any, n)
+	for range n {
+		k, r, ok := unpackString(rest)
+		if !ok {
+			return cty.NilVal, b, errNotPackable
+		}
+		ety, ok := atys[k]
+		if !ok {
+			return cty.NilVal, b, errNotPackable
+		}
+		v, r, err := u.value(r, ety)
+		if err != nil {
+			return cty.NilVal, b, err
+		}
+		raw[k], rest = rawPayload(v), r
+	}
+	if len(raw) != len(atys) {
+		// A name twice: not what packer writes.
+		return cty.NilVal, b, errNotPackable
+	}
+	return rawValue(ty, raw), rest, nil
 }
 
 // number reads a number as packer writes it.

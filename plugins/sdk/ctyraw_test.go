@@ -1,0 +1,85 @@
+package sdk
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// TestRawLayout: the layout check passes on the go-cty this module builds
+// with, so the codecs' fast paths run, and getAttr reads every attribute
+// of every kind of object as GetAttr does, through cty's own way where the
+// payload is not a plain object's.
+func TestRawLayout(t *testing.T) {
+	if !rawOK {
+		t.Fatal("cty.Value's layout is not the one the codecs read: their object paths are off")
+	}
+	inner := cty.ObjectVal(map[string]cty.Value{"n": cty.NumberIntVal(1)})
+	objs := []cty.Value{
+		cty.ObjectVal(map[string]cty.Value{
+			"s": cty.StringVal("x"), "n": cty.NumberFloatVal(19.99), "z": cty.NullVal(cty.String),
+			"u": cty.UnknownVal(cty.Bool), "m": cty.StringVal("secret").Mark("sensitive"), "o": inner,
+			"t": cty.TupleVal([]cty.Value{cty.True, cty.StringVal("y")}),
+		}),
+		inner.Mark("sensitive"),
+		cty.UnknownVal(inner.Type()),
+	}
+	for _, obj := range objs {
+		for name := range obj.Type().AttributeTypes() {
+			got, want := getAttr(obj, name), obj.GetAttr(name)
+			if !got.RawEquals(want) {
+				t.Errorf("getAttr(%#v, %q) = %#v, want %#v", obj, name, got, want)
+			}
+		}
+	}
+}
+
+// TestUnpackerObjectNameTwice: an object that names an attribute twice
+// (and so leaves one out) is not what the packer writes, and is left to
+// go-cty rather than read as an object missing an attribute.
+func TestUnpackerObjectNameTwice(t *testing.T) {
+	ty := cty.Object(map[string]cty.Type{"a": cty.Number, "b": cty.Number})
+	b := []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'a', 0x02}
+	var u unpacker
+	if v, err := u.unpack(b, ty); !errors.Is(err, errNotPackable) {
+		t.Fatalf("unpacked %#v, %v; want errNotPackable", v, err)
+	}
+	ok := []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'b', 0x02}
+	want := cty.ObjectVal(map[string]cty.Value{"a": cty.NumberIntVal(1), "b": cty.NumberIntVal(2)})
+	if v, err := u.unpack(ok, ty); err != nil || !v.RawEquals(want) {
+		t.Fatalf("unpacked %#v, %v; want %#v", v, err, want)
+	}
+}
+
+// TestAttrDecoderObjectType: the decoder's request is cty.ObjectVal's, type
+// and all, when an attribute of any type changes type between calls and
+// back, and when a value is marked; a call whose attributes have the last
+// call's types gets the very same object type, not a new one.
+func TestAttrDecoderObjectType(t *testing.T) {
+	d := newAttrDecoder(cty.Object(map[string]cty.Type{"json": cty.DynamicPseudoType, "path": cty.String}))
+	body := func(s string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"sku": cty.StringVal(s), "n": cty.NumberIntVal(1)})
+	}
+	calls := [][]cty.Value{ // by name, sorted: json, path
+		{body("a"), cty.StringVal("/1")},
+		{body("b"), cty.StringVal("/2")},
+		{cty.StringVal("text"), cty.StringVal("/3")},
+		{cty.TupleVal([]cty.Value{cty.True}), cty.NullVal(cty.String)},
+		{body("c"), cty.StringVal("/4")},
+		{body("d"), cty.StringVal("/5").Mark("sensitive")},
+	}
+	var last cty.Type
+	for i, vals := range calls {
+		want := cty.ObjectVal(map[string]cty.Value{"json": vals[0], "path": vals[1]})
+		got := d.object(append([]cty.Value(nil), vals...))
+		if !got.RawEquals(want) || !got.Type().Equals(want.Type()) {
+			t.Errorf("call %d: %#v, want %#v", i, got, want)
+		}
+		if i == 1 && *(*typeLayout)(unsafe.Pointer(&last)) != *(*typeLayout)(unsafe.Pointer(&d.objType)) {
+			t.Errorf("call %d: a new object type for the last call's attribute types", i)
+		}
+		last = d.objType
+	}
+}
