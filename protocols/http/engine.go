@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hload/hload/protocols"
@@ -36,6 +37,12 @@ type h1conn struct {
 	key  string // scheme://host:port
 	// answered says a response came on it: it is a reused connection.
 	answered bool
+	// raw is the plain TCP connection's raw one, nil over TLS; see send.
+	raw syscall.RawConn
+	// early says send already waited for the response's first bytes:
+	// they are in rd, or earlyErr says why none came.
+	early    bool
+	earlyErr error
 }
 
 func (c *h1conn) close() {
@@ -299,6 +306,8 @@ func (c *Client) dial(ctx context.Context, v *vu, key string, deadline time.Time
 			return nil, tc, nil
 		}
 		cn.conn = tc
+	} else {
+		cn.raw = rawOf(tcp.Conn)
 	}
 	cn.rd = h1.NewReader(cn.conn, &c.pool)
 	return cn, nil, nil
@@ -310,7 +319,13 @@ func (c *Client) dial(ctx context.Context, v *vu, key string, deadline time.Time
 func (cn *h1conn) readHead(resp *h1.Response, method string, start time.Time, out *outcome) error {
 	resp.Interim = 0
 	for {
-		if err := cn.rd.WaitFirst(); err != nil {
+		if cn.early {
+			cn.early = false
+			if err := cn.earlyErr; err != nil {
+				cn.earlyErr = nil
+				return err
+			}
+		} else if err := cn.rd.WaitFirst(); err != nil {
 			return err
 		}
 		out.ttfb = max(time.Since(start), 1)
@@ -384,6 +399,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 	resp := &v.resp
 	for hops := 0; ; hops++ {
 		var cn *h1conn
+		var read int64
 		for attempt := 0; ; attempt++ {
 			var h2 *tls.Conn
 			var err error
@@ -408,7 +424,8 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 				out.kind, out.msg = protocols.ErrInterrupted, "the run ended before the response"
 				return nil
 			}
-			n, err := cn.conn.Write(wire)
+			read = cn.rd.Read
+			n, err := cn.send(wire)
 			if err == nil {
 				break
 			}
@@ -422,7 +439,6 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, n > 0, false, cn.answered)
 			return nil
 		}
-		read := cn.rd.Read
 		err := cn.readHead(resp, h.method, start, out)
 		if err != nil {
 			v.drop(cn)

@@ -173,6 +173,31 @@ func (r *Reader) fill() error {
 
 var errFull = errors.New("buffer full")
 
+// Space returns the free room of the buffer of a reader that holds no
+// unread byte, taking the buffer from the pool when it has none, for a
+// caller that reads the first bytes of a response itself; Advance then
+// takes in what it read there.
+func (r *Reader) Space() []byte {
+	if r.buf == nil {
+		if r.pool != nil {
+			r.pooled = r.pool.get()
+			r.buf = *r.pooled
+		} else {
+			r.buf = make([]byte, InitialBuffer)
+		}
+	}
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+	}
+	return r.buf[r.w:]
+}
+
+// Advance takes in n bytes read into Space.
+func (r *Reader) Advance(n int) {
+	r.w += n
+	r.Read += int64(n)
+}
+
 // WaitFirst blocks until at least one byte is buffered: the first byte of
 // a response, for a caller that times it.
 func (r *Reader) WaitFirst() error {
