@@ -42,6 +42,9 @@ func checkRawLayout() bool {
 			return false
 		}
 	}
+	if t, f := cty.True, cty.False; rawPayload(t) != true || rawPayload(f) != false {
+		return false
+	}
 	built := rawValue(obj.Type(), map[string]any{"s": rawPayload(s), "n": rawPayload(n), "z": nil})
 	return built.RawEquals(obj) && built.Type().Equals(obj.Type())
 }
@@ -93,4 +96,16 @@ func sameType(a, b cty.Type) bool {
 		return true
 	}
 	return a.Equals(b)
+}
+
+// isTrue is v.True() for a known bool that is not null nor marked: its
+// payload, without the Equals with cty.True that True makes (a tenth of
+// the packer's time on the dynamic POST's one bool).
+func isTrue(v cty.Value) bool {
+	if rawOK {
+		if b, ok := rawPayload(v).(bool); ok {
+			return b
+		}
+	}
+	return v.True()
 }

@@ -26,6 +26,11 @@ func TestRawLayout(t *testing.T) {
 		inner.Mark("sensitive"),
 		cty.UnknownVal(inner.Type()),
 	}
+	for _, b := range []cty.Value{cty.True, cty.False, cty.BoolVal(1 < 2), cty.BoolVal(2 < 1)} {
+		if isTrue(b) != b.True() {
+			t.Errorf("isTrue(%#v) = %v", b, isTrue(b))
+		}
+	}
 	for _, obj := range objs {
 		for name := range obj.Type().AttributeTypes() {
 			got, want := getAttr(obj, name), obj.GetAttr(name)

@@ -55,7 +55,7 @@ func (p *packer) pack(b []byte, v cty.Value) ([]byte, error) {
 	case ty == cty.String:
 		return packString(b, v.AsString()), nil
 	case ty == cty.Bool:
-		if v.True() {
+		if isTrue(v) {
 			return append(b, 0xc3), nil
 		}
 		return append(b, 0xc2), nil
