@@ -88,3 +88,34 @@ func TestAttrDecoderObjectType(t *testing.T) {
 		last = d.objType
 	}
 }
+
+// TestAttrDecoderKeepsValues: an attribute whose bytes are those of one of
+// the last calls reaches the plugin as the very same value (what
+// docs/plugins.md promises, for the protocols' identity caches), one whose
+// bytes changed as a new one.
+func TestAttrDecoderKeepsValues(t *testing.T) {
+	ty := cty.Object(map[string]cty.Type{"query": cty.Map(cty.String)})
+	d := newAttrDecoder(ty)
+	var p packer
+	enc := func(v cty.Value) []byte {
+		b, err := p.pack(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a := cty.MapVal(map[string]cty.Value{"page": cty.StringVal("1")})
+	b := cty.MapVal(map[string]cty.Value{"page": cty.StringVal("2")})
+	first, err := d.attr(0, enc(a), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := d.attr(0, enc(b), 0)
+	again, _ := d.attr(0, enc(a), 0) // fresh bytes, as each batch's are
+	if !identical(first, again) || !again.RawEquals(a) {
+		t.Errorf("the same bytes again gave %#v, not the very same value as before", again)
+	}
+	if identical(first, other) || !other.RawEquals(b) {
+		t.Errorf("other bytes gave %#v", other)
+	}
+}
