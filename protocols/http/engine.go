@@ -43,6 +43,9 @@ type h1conn struct {
 	// they are in rd, or earlyErr says why none came.
 	early    bool
 	earlyErr error
+	// x and step are send's state and its function for RawConn.Read.
+	x    exchange
+	step func(uintptr) bool
 }
 
 func (c *h1conn) close() {

@@ -2,6 +2,8 @@ package http
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"io"
 	"net"
 	nethttp "net/http"
@@ -100,3 +102,63 @@ func TestEngineSendsABodyLargerThanTheSendBuffer(t *testing.T) {
 		t.Errorf("the server read %d requests for 2 calls", got)
 	}
 }
+
+// TestEngineGetAllocatesNothing checks that a prepared GET on a kept
+// connection allocates nothing per call in this process, send included:
+// the server here reads into one buffer and writes one constant answer,
+// allocating nothing itself once running.
+func TestEngineGetAllocatesNothing(t *testing.T) {
+	const answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	var requests atomic.Int64
+	url := rawServer(t, func(conn net.Conn) {
+		defer conn.Close()
+		buf := make([]byte, 4096)
+		reply := []byte(answer)
+		crlf2 := []byte("\r\n\r\n")
+		have := 0
+		for {
+			n, err := conn.Read(buf[have:])
+			if err != nil {
+				return
+			}
+			have += n
+			// Each request is a head without a body: answer each one.
+			for {
+				end := bytes.Index(buf[:have], crlf2)
+				if end < 0 {
+					break
+				}
+				requests.Add(1)
+				conn.Write(reply)
+				have = copy(buf, buf[end+4:have])
+			}
+		}
+	})
+	c := open(t, New(), url, nil)
+	r := path("/")
+	p, err := c.(protocols.Preparer).Prepare(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := protocols.Call{VU: 1, Request: r, Prepared: p}
+	ctx := context.Background()
+	failed := 0
+	check := func(s protocols.Sample) {
+		if s.Metric == protocols.MetricRequest && (s.Error != "" || s.Status != 200) {
+			failed++
+		}
+	}
+	c.Do(ctx, call, check) // the connection and its buffer
+	const runs = 200
+	allocs := testing.AllocsPerRun(runs, func() { c.Do(ctx, call, check) })
+	if allocs != 0 {
+		t.Errorf("a prepared GET allocated %v times per call, want 0", allocs)
+	}
+	if failed > 0 {
+		t.Errorf("%d calls failed", failed)
+	}
+	if got := requests.Load(); got != runs+2 {
+		t.Errorf("the server answered %d requests for %d calls", got, runs+2)
+	}
+}
+

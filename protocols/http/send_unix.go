@@ -40,54 +40,16 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 	}
 	c := cn.tcp
 	c.wire.sent.Add(int64(len(wire)))
-	buf := cn.rd.Space()
-	wrote, got := 0, 0
-	var werr, rerr error
-	read := false
-	err := cn.raw.Read(func(fd uintptr) bool {
-		if wrote < len(wire) {
-			for wrote < len(wire) {
-				m, e := syscall.Write(int(fd), wire[wrote:])
-				if e == syscall.EINTR {
-					continue
-				}
-				if m > 0 {
-					wrote += m
-				}
-				if e != nil {
-					if e != syscall.EAGAIN {
-						werr = e
-					}
-					return true
-				}
-				if m <= 0 {
-					return true
-				}
-			}
-			// Written: the response cannot be there yet, wait for it
-			// rather than read.
-			return false
-		}
-		for {
-			m, e := syscall.Read(int(fd), buf)
-			if e == syscall.EINTR {
-				continue
-			}
-			if e == syscall.EAGAIN {
-				return false
-			}
-			read = true
-			if m > 0 {
-				got = m
-			}
-			if e != nil {
-				rerr = os.NewSyscallError("read", e)
-			} else if m == 0 {
-				rerr = io.EOF
-			}
-			return true
-		}
-	})
+	x := &cn.x
+	*x = exchange{wire: wire, buf: cn.rd.Space()}
+	if cn.step == nil {
+		// Made once per connection: a closure made per call would
+		// be allocated per call, as RawConn.Read keeps it.
+		cn.step = x.step
+	}
+	err := cn.raw.Read(cn.step)
+	wrote, got, werr, rerr, read := x.wrote, x.got, x.werr, x.rerr, x.read
+	*x = exchange{}
 	if wrote < len(wire) {
 		if werr == nil && err == nil {
 			// The send buffer is full: the conn's Write waits, with
@@ -118,6 +80,62 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 		cn.earlyErr = nil
 	}
 	return wrote, nil
+}
+
+// exchange is the state of one send inside RawConn.Read.
+type exchange struct {
+	wire, buf  []byte
+	wrote, got int
+	werr, rerr error
+	read       bool // a read returned data, the end or an error
+}
+
+// step is RawConn.Read's function: it writes the request, then waits
+// (returns false) for the response, then reads it. It returns true early
+// when the write does not finish at once.
+func (x *exchange) step(fd uintptr) bool {
+	if x.wrote < len(x.wire) {
+		for x.wrote < len(x.wire) {
+			m, e := syscall.Write(int(fd), x.wire[x.wrote:])
+			if e == syscall.EINTR {
+				continue
+			}
+			if m > 0 {
+				x.wrote += m
+			}
+			if e != nil {
+				if e != syscall.EAGAIN {
+					x.werr = e
+				}
+				return true
+			}
+			if m <= 0 {
+				return true
+			}
+		}
+		// Written: the response cannot be there yet, wait for it
+		// rather than read.
+		return false
+	}
+	for {
+		m, e := syscall.Read(int(fd), x.buf)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e == syscall.EAGAIN {
+			return false
+		}
+		x.read = true
+		if m > 0 {
+			x.got = m
+		}
+		if e != nil {
+			x.rerr = os.NewSyscallError("read", e)
+		} else if m == 0 {
+			x.rerr = io.EOF
+		}
+		return true
+	}
 }
 
 // opError wraps err as net's Read and Write do, so that a failure reads
