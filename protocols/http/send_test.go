@@ -161,4 +161,3 @@ func TestEngineGetAllocatesNothing(t *testing.T) {
 		t.Errorf("the server answered %d requests for %d calls", got, runs+2)
 	}
 }
-
