@@ -119,3 +119,46 @@ func TestAttrDecoderKeepsValues(t *testing.T) {
 		t.Errorf("other bytes gave %#v", other)
 	}
 }
+
+// TestUnpackerObjectNames: objects whose names share their first letters
+// and lengths, read by one unpacker as a stream's are, come back as sent,
+// each attribute's payload under its own name (a null one too, which
+// RawEquals alone would not tell from a missing one).
+func TestUnpackerObjectNames(t *testing.T) {
+	objs := []cty.Value{
+		cty.ObjectVal(map[string]cty.Value{"sku": cty.StringVal("A"), "sort": cty.NumberIntVal(1), "nested": cty.ObjectVal(map[string]cty.Value{
+			"none": cty.NullVal(cty.String), "nest": cty.True, "n": cty.StringVal("x"),
+		})}),
+		cty.ObjectVal(map[string]cty.Value{"ab": cty.StringVal("1"), "ba": cty.StringVal("2"), "a": cty.NullVal(cty.Number)}),
+	}
+	var p packer
+	var u unpacker
+	var check func(got, want cty.Value)
+	check = func(got, want cty.Value) {
+		m, ok := rawAttrs(got)
+		if !ok || len(m) != len(want.Type().AttributeTypes()) {
+			t.Fatalf("%#v: payload %v", got, m)
+		}
+		for name := range want.Type().AttributeTypes() {
+			if _, ok := m[name]; !ok {
+				t.Errorf("%#v: no payload for %q: %v", got, name, m)
+			}
+			if w := want.GetAttr(name); w.Type().IsObjectType() && !w.IsNull() {
+				check(got.GetAttr(name), w)
+			}
+		}
+	}
+	for round := range 2 {
+		for i, v := range objs {
+			b, err := p.pack(nil, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := u.unpack(b, v.Type())
+			if err != nil || !got.RawEquals(v) {
+				t.Fatalf("round %d, object %d: %#v, %v", round, i, got, err)
+			}
+			check(got, v)
+		}
+	}
+}

@@ -197,6 +197,7 @@ func packFloat(b []byte, f float64) []byte {
 // errNotPackable, for go-cty to read instead. One goroutine only.
 type unpacker struct {
 	numbers map[string]cty.Value
+	names   map[string]string
 }
 
 // unpack reads one value of type ty, all of b.
@@ -321,14 +322,15 @@ func (u *unpacker) object(b, rest []byte, n int, ty cty.Type) (cty.Value, []byte
 	atys := ty.AttributeTypes()
 	raw := make(map[string]any, n)
 	for range n {
-		k, r, ok := unpackString(rest)
+		kb, r, ok := unpackStringBytes(rest)
 		if !ok {
 			return cty.NilVal, b, errNotPackable
 		}
-		ety, ok := atys[k]
+		ety, ok := atys[string(kb)]
 		if !ok {
 			return cty.NilVal, b, errNotPackable
 		}
+		k := u.name(kb)
 		v, r, err := u.value(r, ety)
 		if err != nil {
 			return cty.NilVal, b, err
@@ -341,6 +343,25 @@ func (u *unpacker) object(b, rest []byte, n int, ty cty.Type) (cty.Value, []byte
 	}
 	return rawValue(ty, raw), rest, nil
 }
+
+// name is the string of an attribute's name, one per name rather than a
+// new one on every call.
+func (u *unpacker) name(b []byte) string {
+	if s, ok := u.names[string(b)]; ok {
+		return s
+	}
+	if u.names == nil || len(u.names) >= maxUnpackedNames {
+		u.names = make(map[string]string)
+	}
+	s := string(b)
+	u.names[s] = s
+	return s
+}
+
+// maxUnpackedNames bounds the names an unpacker keeps. They are names of
+// the object types of the stream's table, itself bounded; this bounds
+// them should a stream's table ever not be.
+const maxUnpackedNames = 1024
 
 // number reads a number as packer writes it.
 func (u *unpacker) number(b []byte) (cty.Value, []byte, error) {
@@ -376,6 +397,12 @@ func (u *unpacker) number(b []byte) (cty.Value, []byte, error) {
 // unpackString reads a string's header and returns the string, copied:
 // values outlive the batch they came in.
 func unpackString(b []byte) (string, []byte, bool) {
+	s, rest, ok := unpackStringBytes(b)
+	return string(s), rest, ok
+}
+
+// unpackStringBytes is unpackString's bytes, b's own.
+func unpackStringBytes(b []byte) ([]byte, []byte, bool) {
 	var n, h int
 	switch c := b[0]; {
 	case c&0xe0 == 0xa0:
@@ -387,12 +414,12 @@ func unpackString(b []byte) (string, []byte, bool) {
 	case c == 0xdb && len(b) >= 5:
 		n, h = int(binary.BigEndian.Uint32(b[1:])), 5
 	default:
-		return "", b, false
+		return nil, b, false
 	}
 	if len(b) < h+n {
-		return "", b, false
+		return nil, b, false
 	}
-	return string(b[h : h+n]), b[h+n:], true
+	return b[h : h+n], b[h+n:], true
 }
 
 // unpackHeader reads an array's or a map's length, as packHeader writes it.
