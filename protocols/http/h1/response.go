@@ -284,9 +284,12 @@ func (r *Reader) headEnd() (int, error) {
 // without CR.
 func headTerminator(b []byte, from int) int {
 	for i := from; i < len(b); i++ {
-		if b[i] != '\n' {
-			continue
+		// IndexByte skips a line's bytes many at a time.
+		k := bytes.IndexByte(b[i:], '\n')
+		if k < 0 {
+			return -1
 		}
+		i += k
 		j := i + 1
 		if j < len(b) && b[j] == '\n' {
 			return j + 1
@@ -348,7 +351,7 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 					v[i] = ' '
 				}
 			}
-			f.Value = bytes.Trim(v, " ")
+			f.Value = trimOWS(v)
 			if err := applyFolded(f); err != nil {
 				return err
 			}
@@ -363,7 +366,7 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 		// fields that frame the response must be exact.
 		name := line[:colon]
 		valStart = lineStart + colon + 1
-		value := bytes.Trim(line[colon+1:], " \t")
+		value := trimOWS(line[colon+1:])
 		resp.Fields = append(resp.Fields, Field{Name: name, Value: value})
 		switch {
 		case equalFold(name, "Content-Length"):
@@ -467,9 +470,9 @@ func parseContentLength(v []byte) (int64, error) {
 	for len(v) > 0 {
 		var item []byte
 		if i := bytes.IndexByte(v, ','); i >= 0 {
-			item, v = bytes.Trim(v[:i], " \t"), v[i+1:]
+			item, v = trimOWS(v[:i]), v[i+1:]
 		} else {
-			item, v = bytes.Trim(v, " \t"), nil
+			item, v = trimOWS(v), nil
 		}
 		m, ok := parseDecimal(item)
 		if !ok {
@@ -738,7 +741,7 @@ func hasToken(v []byte, tok string) bool {
 		} else {
 			item, v = v, nil
 		}
-		if equalFold(bytes.Trim(item, " \t"), tok) {
+		if equalFold(trimOWS(item), tok) {
 			return true
 		}
 	}
@@ -750,7 +753,7 @@ func lastTokenIs(v []byte, tok string) bool {
 	if i := bytes.LastIndexByte(v, ','); i >= 0 {
 		v = v[i+1:]
 	}
-	return equalFold(bytes.Trim(v, " \t"), tok)
+	return equalFold(trimOWS(v), tok)
 }
 
 // clip shortens what an error message quotes.
@@ -759,4 +762,16 @@ func clip(b []byte) string {
 		return string(b[:64]) + "..."
 	}
 	return string(b)
+}
+
+// trimOWS trims spaces and tabs from both ends of b, as bytes.Trim(b,
+// " \t") does without building its set on every call.
+func trimOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
 }

@@ -211,3 +211,35 @@ func ambiguous(r *nethttp.Response, raw []byte) bool {
 	cl := bytes.Contains(lower, []byte("content-length"))
 	return r.StatusCode < 200 || r.ProtoMajor != 1 || te && (cl || r.ProtoMinor == 0)
 }
+
+// FuzzScanHelpers checks headTerminator and trimOWS against the plain
+// forms they replace: a byte-by-byte scan, and bytes.Trim.
+func FuzzScanHelpers(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody"), uint8(0))
+	f.Add([]byte("HTTP/1.1 200 OK\nA: b\n\nbody"), uint8(5))
+	f.Add([]byte("\r\n\r\n"), uint8(1))
+	f.Add([]byte(" \t a b \t "), uint8(0))
+	f.Add([]byte("x\n\r"), uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, from uint8) {
+		start := min(int(from), len(b))
+		want := -1
+		for i := start; i < len(b); i++ {
+			if b[i] != '\n' {
+				continue
+			}
+			if j := i + 1; j < len(b) && b[j] == '\n' {
+				want = j + 1
+				break
+			} else if j+1 < len(b) && b[j] == '\r' && b[j+1] == '\n' {
+				want = j + 2
+				break
+			}
+		}
+		if got := headTerminator(b, start); got != want {
+			t.Errorf("headTerminator(%q, %d) = %d, want %d", b, start, got, want)
+		}
+		if got, want := trimOWS(b), bytes.Trim(b, " \t"); !bytes.Equal(got, want) {
+			t.Errorf("trimOWS(%q) = %q, want %q", b, got, want)
+		}
+	})
+}
