@@ -321,9 +321,15 @@ func draw(tt config.ThinkTime) time.Duration {
 
 // stopped reports whether the VU must not start another iteration.
 func (v *vu) stopped(stop <-chan struct{}) bool {
+	// Two receives rather than one select of both: a receive that finds
+	// an open channel empty returns without its lock, where a select
+	// locks every channel it names, twice per iteration of every VU.
 	select {
 	case <-stop:
 		return true
+	default:
+	}
+	select {
 	case <-v.sc.ending:
 		return true
 	default:
