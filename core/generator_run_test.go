@@ -13,7 +13,10 @@ const generatorTest = loopbackTarget + `
 scenario "s" {
   executor = "constant-vus"
   vus      = 4
-  duration = "1500ms"
+  # Long enough that the saturated stretch, without the first and last
+  # intervals' start and end, is well over the second it must last: at
+  # 1.5 s, four intervals of 250 ms summed to just under it once.
+  duration = "2500ms"
   request "r" {
     path = "/r"
   }
