@@ -782,7 +782,11 @@ func TestRealInfluxOutage(t *testing.T) {
 	// upAt: it answers /ping again.
 	var stopping, downAt, upAt time.Time
 	r := apply(t, fmt.Sprintf(outageTest, srv.URL)+in.block(""), func() {
-		time.Sleep(5 * time.Second)
+		// 7 s of steady run before the outage give the band its
+		// intervals even when influxd is slow to start again: on a
+		// busy machine it once took 8 s, and the intervals after the
+		// outage fell past the run's end.
+		time.Sleep(7 * time.Second)
 		stopping = time.Now()
 		ctl("restart-stop")
 		downAt = time.Now()
