@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hload/hload/bench/benchreq"
 )
 
 // A benchCase is one kind of load the harness measures, with the tools
@@ -94,22 +96,7 @@ var hloadPostDynamicTest = `data "csv" "users" {
 ` + strings.Replace(hloadGetTest, `  request "r" {
     path = "/"
   }
-`, `  request "r" {
-    method = "POST"
-    path   = "/orders/${random_string(8)}"
-    query  = { page = "1", sort = "price" }
-    json = {
-      sku       = "A-100"
-      quantity  = random_int(1, 9)
-      price     = 19.99
-      gift      = false
-      tags      = ["red", "small"]
-      user      = data.users.email
-      vu        = vu.id
-      iteration = vu.iteration
-    }
-  }
-`, 1)
+`, benchreq.PostDynamic, 1)
 
 // usersCSV is the dynamic POST's data file.
 var usersCSV = func() string {

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/hload/hload/bench/benchreq"
 )
 
 // diffEnv evaluates one expression both ways, HCL and compiled, each with
@@ -478,23 +480,7 @@ scenario "s" {
   executor = "constant-vus"
   vus      = 1
   duration = "1s"
-  request "r" {
-    method = "POST"
-    path   = "/orders/${random_string(8)}"
-    query  = { page = "1", sort = "price" }
-    json = {
-      sku       = "A-100"
-      quantity  = random_int(1, 9)
-      price     = 19.99
-      gift      = false
-      tags      = ["red", "small"]
-      user      = data.users.email
-      vu        = vu.id
-      iteration = vu.iteration
-    }
-  }
-}
-`)
+` + benchreq.PostDynamic + "}\n")
 	for _, mode := range []string{"compiled", "hcl"} {
 		b.Run(mode, func(b *testing.B) {
 			test, diags := Parse(map[string][]byte{"test.hcl": src}, dir, testOptions())

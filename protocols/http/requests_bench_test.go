@@ -20,6 +20,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/bench/benchreq"
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/protocoltest"
@@ -163,22 +164,7 @@ var benchRequests = []struct{ name, block string }{
 	{"post-dynamic-evaluated", postDynamic},
 }
 
-const postDynamic = `
-  request "r" {
-    method = "POST"
-    path   = "/orders/${random_string(8)}"
-    query  = { page = "1", sort = "price" }
-    json = {
-      sku       = "A-100"
-      quantity  = random_int(1, 9)
-      price     = 19.99
-      gift      = false
-      tags      = ["red", "small"]
-      user      = data.users.email
-      vu        = vu.id
-      iteration = vu.iteration
-    }
-  }`
+const postDynamic = "\n" + benchreq.PostDynamic
 
 // BenchmarkRequests measures what a request costs hload's process, one VU
 // on one keep-alive connection: the request's evaluation, as the core does
