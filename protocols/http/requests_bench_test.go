@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/bench/benchreq"
@@ -186,27 +187,7 @@ func BenchmarkRequests(b *testing.B) {
 	}
 	for _, bc := range benchRequests {
 		b.Run(bc.name, func(b *testing.B) {
-			src := `variable "base_url" {}
-data "csv" "users" {
-  path = "users.csv"
-}
-target "t" {
-  base_url = var.base_url
-}
-scenario "s" {
-  executor = "constant-vus"
-  vus      = 1
-  duration = "1s"
-` + bc.block + `
-}
-`
-			test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, dir, config.Options{
-				Protocols: protocols.NewRegistry(New()),
-				Vars:      map[string]string{"base_url": base},
-			})
-			if diags.HasErrors() {
-				b.Fatal(diags.Error())
-			}
+			test := benchTest(b, dir, bc.block, base)
 			r := test.Scenarios[0].Requests[0]
 			c, err := New().Open(context.Background(), test.Targets[0].Config)
 			if err != nil {
@@ -319,6 +300,35 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// benchTest loads a test of one VU sending block, a request of
+// benchRequests, to base, with the CSV data source "users" read from
+// dir/users.csv.
+func benchTest(b *testing.B, dir, block, base string) *config.Test {
+	b.Helper()
+	src := `variable "base_url" {}
+data "csv" "users" {
+  path = "users.csv"
+}
+target "t" {
+  base_url = var.base_url
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+` + block + `
+}
+`
+	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, dir, config.Options{
+		Protocols: protocols.NewRegistry(New()),
+		Vars:      map[string]string{"base_url": base},
+	})
+	if diags.HasErrors() {
+		b.Fatal(diags.Error())
+	}
+	return test
+}
+
 // BenchmarkRender measures what Do spends on a request before sending it,
 // without the network: for each request of BenchmarkRequests, evaluating
 // it as the core does ("eval", the config's share, not this package's),
@@ -334,27 +344,7 @@ func BenchmarkRender(b *testing.B) {
 		if strings.HasSuffix(bc.name, "-evaluated") {
 			continue // the same request as post-dynamic
 		}
-		src := `variable "base_url" {}
-data "csv" "users" {
-  path = "users.csv"
-}
-target "t" {
-  base_url = var.base_url
-}
-scenario "s" {
-  executor = "constant-vus"
-  vus      = 1
-  duration = "1s"
-` + bc.block + `
-}
-`
-		test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, dir, config.Options{
-			Protocols: protocols.NewRegistry(New()),
-			Vars:      map[string]string{"base_url": "http://127.0.0.1:9"},
-		})
-		if diags.HasErrors() {
-			b.Fatal(diags.Error())
-		}
+		test := benchTest(b, dir, bc.block, "http://127.0.0.1:9")
 		r := test.Scenarios[0].Requests[0]
 		cfg, err := parseTarget(test.Targets[0].Config)
 		if err != nil {
@@ -367,6 +357,7 @@ scenario "s" {
 		values := make([]cty.Value, 64)
 		for i := range values {
 			it.Iteration = uint64(i)
+			var diags hcl.Diagnostics
 			if values[i], _, diags = r.Eval(it); diags.HasErrors() {
 				b.Fatal(diags.Error())
 			}
