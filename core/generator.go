@@ -32,6 +32,12 @@ const (
 	// stretches, that hload must be saturated for the run to be: with the
 	// CLI's 1 s snapshots, two intervals in a row.
 	sustainedFor = time.Second
+	// maxSteal bounds the steal share an estimate is made from: beyond
+	// it, the estimate of what hload lost would be mostly noise.
+	maxSteal = 0.9
+	// minStealSaid is the least steal share worth naming in a reason:
+	// /proc/stat counts in ticks of 10 ms, so less is rounding.
+	minStealSaid = 0.01
 )
 
 // processTimes are the process's own counters at one moment, or their
@@ -48,6 +54,14 @@ type processTimes struct {
 	// is in cpu too, and their threads' wait in wait: the generator is
 	// hload and its plugins, on the same cores.
 	plugins time.Duration
+	// steal and machine are the whole machine's CPU time taken by the
+	// hypervisor for other guests, and all its CPU time, from /proc/stat
+	// (Linux only). Time stolen while a thread ran is neither in its CPU
+	// time nor in its run-queue wait: on a busy virtual machine a
+	// generator that wanted a whole core can seem to have used 75 % of it
+	// and waited for none of the rest.
+	steal, machine time.Duration
+	stealKnown     bool
 }
 
 // processMeter reads the process's counters; its values only grow.
@@ -71,7 +85,9 @@ func (u *usage) add(v usage) {
 	u.cpu += v.cpu
 	u.wait += v.wait
 	u.plugins += v.plugins
-	u.cpuKnown, u.waitKnown = v.cpuKnown, v.waitKnown
+	u.steal += v.steal
+	u.machine += v.machine
+	u.cpuKnown, u.waitKnown, u.stealKnown = v.cpuKnown, v.waitKnown, v.stealKnown
 	u.late = max(u.late, v.late)
 }
 
@@ -81,7 +97,7 @@ type saturation int
 const (
 	notSaturated      saturation = iota
 	saturatedCPU                 // it used nearly all the CPU it may use
-	saturatedRunQueue            // it used and waited for nearly all of it
+	saturatedRunQueue            // it used, waited for, or had stolen nearly all of it
 	saturatedLate                // open-model starts were late while it was busy
 	saturationKinds
 )
@@ -90,6 +106,8 @@ const (
 type judgement struct {
 	utilization float64 // CPU used, as a fraction of the cores' time
 	waitShare   float64 // run-queue wait, the same way; 0 when unknown
+	stolenShare float64 // CPU time the hypervisor took while it ran, the same way
+	steal       float64 // the share of the whole machine's CPU time stolen
 	late        float64 // p99 start lateness, ms
 	kind        saturation
 }
@@ -108,7 +126,15 @@ func judge(u usage, cores int) judgement {
 	if u.waitKnown {
 		j.waitShare = float64(u.wait) / capacity
 	}
-	demand := j.utilization + j.waitShare
+	if u.stealKnown && u.machine > 0 {
+		// The hypervisor took a share s of every CPU's time; a thread
+		// that ran for c got c of the c/(1-s) it was on a CPU. The share
+		// is the machine's, spread evenly over its CPUs: hload's own
+		// part of it is not counted anywhere.
+		j.steal = min(float64(u.steal)/float64(u.machine), maxSteal)
+		j.stolenShare = j.utilization * j.steal / (1 - j.steal)
+	}
+	demand := j.utilization + j.waitShare + j.stolenShare
 	switch {
 	case u.cpuKnown && j.utilization >= saturatedDemand:
 		j.kind = saturatedCPU
@@ -145,6 +171,7 @@ type generatorWatch struct {
 	sustained         bool
 	utilizationMax    float64
 	waitShareMax      float64
+	stealMax          float64 // the machine's steal share, over judged stretches
 	lateMax           float64 // ms, over saturated stretches
 	said              bool
 }
@@ -175,6 +202,8 @@ func (g *generatorWatch) observe(late float64, final bool) string {
 		cpu: now.cpu - g.last.cpu, cpuKnown: now.cpuKnown && g.last.cpuKnown,
 		wait: now.wait - g.last.wait, waitKnown: now.waitKnown && g.last.waitKnown,
 		plugins: now.plugins - g.last.plugins,
+		steal:   now.steal - g.last.steal, machine: now.machine - g.last.machine,
+		stealKnown: now.stealKnown && g.last.stealKnown,
 	}}
 	g.last, g.lastAt = now, at
 	if u.wall <= 0 {
@@ -199,6 +228,7 @@ func (g *generatorWatch) record(j judgement, wall time.Duration) {
 	g.judged++
 	g.utilizationMax = max(g.utilizationMax, j.utilization)
 	g.waitShareMax = max(g.waitShareMax, j.waitShare)
+	g.stealMax = max(g.stealMax, j.steal)
 	if j.kind == notSaturated {
 		g.streak, g.streakLen = 0, 0
 		return
@@ -244,6 +274,9 @@ func (g *generatorWatch) because() string {
 	}
 	if n := g.kinds[saturatedRunQueue]; n > 0 {
 		what = append(what, fmt.Sprintf("%d used or waited on the run queue for at least %s of it: something else had the CPU hload wanted", n, percent(saturatedDemand)))
+		if g.stealMax >= minStealSaid {
+			what[len(what)-1] = fmt.Sprintf("%d used, waited on the run queue for, or lost to the hypervisor at least %s of it: something else had the CPU hload wanted", n, percent(saturatedDemand))
+		}
 	}
 	if n := g.kinds[saturatedLate]; n > 0 {
 		what = append(what, fmt.Sprintf("%d started open-model iterations more than %.0f ms late (p99, up to %.1f ms) while busy", n, lateStart, g.lateMax))
@@ -257,6 +290,9 @@ func (g *generatorWatch) because() string {
 		coresText(g.cores), plugins, g.saturated, g.judged, strings.Join(what, "; "), percent(g.utilizationMax))
 	if g.total.waitKnown {
 		s += fmt.Sprintf(", and its threads waited for a CPU up to %s (several threads may wait at once)", percent(g.waitShareMax))
+	}
+	if g.stealMax >= minStealSaid {
+		s += fmt.Sprintf("; the hypervisor took up to %s of the machine's CPU time (steal) for other guests", percent(g.stealMax))
 	}
 	return s
 }

@@ -113,3 +113,50 @@ func childCPU(t *testing.T, pid int) time.Duration {
 	}
 	return statFields(t, b)
 }
+
+// TestSelfMeterReadsSteal: the machine's CPU time that the meter reads
+// from /proc/stat grows with the wall clock, once per online CPU (counted
+// here from /sys), and its steal never shrinks nor exceeds it.
+func TestSelfMeterReadsSteal(t *testing.T) {
+	online := onlineCPUs(t)
+	m := newSelfMeter()
+	before, start := m.read(), time.Now()
+	time.Sleep(500 * time.Millisecond)
+	after, wall := m.read(), time.Since(start)
+	if !before.stealKnown || !after.stealKnown {
+		t.Fatalf("on Linux the meter reads the machine's steal: %+v", after)
+	}
+	got, want := after.machine-before.machine, wall*time.Duration(online)
+	t.Logf("machine time %v over %v on %d CPUs; steal %v", got, wall, online, after.steal-before.steal)
+	// Ticks of 10 ms on each CPU, read a little apart from the clock.
+	if slack := time.Duration(online) * 30 * time.Millisecond; got < want-slack || got > want+slack {
+		t.Errorf("the machine's CPU time grew %v over %v of wall time on %d CPUs, want %v", got, wall, online, want)
+	}
+	if s := after.steal - before.steal; s < 0 || s > got {
+		t.Errorf("steal grew %v of %v", s, got)
+	}
+}
+
+// onlineCPUs counts the CPUs in /sys/devices/system/cpu/online, a list
+// of ranges such as "0-1" or "0,2-3".
+func onlineCPUs(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, found := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := a, error(nil)
+		if found {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil {
+			t.Fatalf("online CPUs %q", b)
+		}
+		n += z - a + 1
+	}
+	return n
+}

@@ -30,6 +30,12 @@ func TestJudge(t *testing.T) {
 		{"late while idle: short of VUs", usage{wall: time.Second, late: 12, processTimes: processTimes{cpu: 100 * ms, cpuKnown: true, waitKnown: true}}, 1, notSaturated, 0.1, 0},
 		{"late, CPU unknown", usage{wall: time.Second, late: 12}, 1, saturatedLate, 0, 0},
 		{"on time, CPU unknown", usage{wall: time.Second, late: lateStart}, 1, notSaturated, 0, 0},
+		// The hypervisor took 25 % of the machine: the 700 ms hload ran
+		// were 700/0.75 ms on a CPU, 233 ms of them stolen.
+		{"used, waited for and stolen", usage{wall: time.Second, processTimes: processTimes{cpu: 700 * ms, cpuKnown: true, wait: 50 * ms, waitKnown: true,
+			steal: 500 * ms, machine: 2000 * ms, stealKnown: true}}, 1, saturatedRunQueue, 0.7, 0.05},
+		{"used and stolen, not enough", usage{wall: time.Second, processTimes: processTimes{cpu: 500 * ms, cpuKnown: true, wait: 50 * ms, waitKnown: true,
+			steal: 500 * ms, machine: 2000 * ms, stealKnown: true}}, 1, notSaturated, 0.5, 0.05},
 		{"no wall time", usage{processTimes: processTimes{cpu: time.Second, cpuKnown: true}}, 1, notSaturated, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +62,9 @@ func (m *scriptedMeter) read() processTimes {
 		m.steps = m.steps[1:]
 		m.now.cpu += s.cpu
 		m.now.wait += s.wait
-		m.now.cpuKnown, m.now.waitKnown = s.cpuKnown, s.waitKnown
+		m.now.steal += s.steal
+		m.now.machine += s.machine
+		m.now.cpuKnown, m.now.waitKnown, m.now.stealKnown = s.cpuKnown, s.waitKnown, s.stealKnown
 	}
 	return m.now
 }
@@ -66,15 +74,21 @@ func (m *scriptedMeter) read() processTimes {
 type interval struct {
 	wall, cpu, wait time.Duration
 	late            float64
+	// steal is the share of the machine's CPU time the hypervisor took.
+	steal float64
 }
 
 // watchIntervals runs a watch over the intervals, the last one final, and
 // returns the live warnings it gave at each (by index) and the watch.
 func watchIntervals(cores int, every time.Duration, waitKnown bool, ivs ...interval) (map[int]string, *generatorWatch) {
 	// The first read, as the watch starts, is the counters as they are.
-	m := &scriptedMeter{now: processTimes{cpuKnown: true, waitKnown: waitKnown}, steps: []processTimes{{cpuKnown: true, waitKnown: waitKnown}}}
+	m := &scriptedMeter{now: processTimes{cpuKnown: true, waitKnown: waitKnown, stealKnown: true},
+		steps: []processTimes{{cpuKnown: true, waitKnown: waitKnown, stealKnown: true}}}
 	for _, iv := range ivs {
-		m.steps = append(m.steps, processTimes{cpu: iv.cpu, cpuKnown: true, wait: iv.wait, waitKnown: waitKnown})
+		// A machine of two CPUs.
+		machine := 2 * iv.wall
+		m.steps = append(m.steps, processTimes{cpu: iv.cpu, cpuKnown: true, wait: iv.wait, waitKnown: waitKnown,
+			steal: time.Duration(iv.steal * float64(machine)), machine: machine, stealKnown: true})
 	}
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	g := newGeneratorWatch(m, func() time.Time { return at }, cores, every)
@@ -114,6 +128,13 @@ func TestGeneratorWatch(t *testing.T) {
 			[]string{"hload may use 1 CPU core", "saturated in 3 of 4 intervals (3 used at least 90 % of it)", "used up to 98 %", "waited for a CPU up to 1 %"}},
 		{"starved by another process", 1, s, []interval{starved, starved, idle}, 1, true, 3, 2, 0.52,
 			[]string{"saturated in 2 of 3 intervals (2 used or waited on the run queue for at least 90 % of it", "waited for a CPU up to 47 %"}},
+		// 750 ms ran, 25 ms waited: 97.5 % of the core with the 250 ms
+		// the hypervisor took while hload ran.
+		{"starved by the hypervisor", 1, s, []interval{
+			{wall: s, cpu: 750 * ms, wait: 25 * ms, steal: 0.25}, {wall: s, cpu: 750 * ms, wait: 25 * ms, steal: 0.25}}, 1, true, 2, 2, 0.75,
+			[]string{"2 used, waited on the run queue for, or lost to the hypervisor at least 90 % of it", "the hypervisor took up to 25 % of the machine's CPU time"}},
+		{"stolen while idle is no saturation", 1, s, []interval{
+			{wall: s, cpu: 100 * ms, steal: 0.5}, {wall: s, cpu: 100 * ms, steal: 0.5}}, -1, false, 2, 0, 0.1, nil},
 		{"one busy interval is no saturation", 1, s, []interval{idle, busy, idle, busy, idle}, -1, false, 5, 2, 0.98, nil},
 		{"busy on one of two cores", 2, s, []interval{busy, busy, busy}, -1, false, 3, 0, 0.49, nil},
 		{"late starts while busy", 1, s, []interval{
