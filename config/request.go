@@ -77,6 +77,8 @@ type requestExtras struct {
 	// calls holds Eval's call states for the next call; nil leaves Eval
 	// to allocate one per call.
 	calls *sync.Pool
+	// shape is the request's shape and holes, for EvalHoles (holes.go).
+	shape shape
 }
 
 // Delivery is what a request's delivery attribute says about one call: the
@@ -803,36 +805,11 @@ func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 	if len(r.dynamic) == 0 && x.delivery == nil {
 		return r.value, x.deliveryStatic, nil
 	}
-	var diags hcl.Diagnostics
-	for _, f := range r.feeders {
-		if _, ok := it.Data[f.Name]; !ok {
-			diags = append(diags, errorDiag(r.DeclRange, fmt.Sprintf("No row of data.%s", f.Name),
-				"Request %q uses data block %q, but the iteration carries no row of it in Iteration.Data.", r.Name, f.Name))
-		}
-	}
-	if diags.HasErrors() {
+	c, diags := r.begin(it)
+	if c == nil {
 		return cty.NilVal, Delivery{}, diags
 	}
-	var c *call
-	if x.calls != nil {
-		c, _ = x.calls.Get().(*call)
-		defer func() {
-			*c = call{} // nothing of this call stays reachable
-			x.calls.Put(c)
-		}()
-	}
-	if c == nil {
-		c = new(call)
-	}
-	c.r, c.it = r, it
-	if x.letDynamic && x.hasLetReference {
-		// let is evaluated without let in scope: it cannot refer to itself.
-		v, d := c.eval(x.let, x.letNode)
-		if d.HasErrors() {
-			return cty.NilVal, Delivery{}, append(diags, d...)
-		}
-		c.setLet(v)
-	}
+	defer r.end(c)
 	value := r.value
 	if len(r.dynamic) > 0 {
 		// Every key is set below, the static ones first, so a map from
@@ -848,40 +825,100 @@ func (r *Request) Eval(it Iteration) (cty.Value, Delivery, hcl.Diagnostics) {
 			defer x.attrMaps.Put(attrs)
 		}
 		maps.Copy(attrs, r.static)
-		for _, a := range r.dynamic {
-			v, d := c.eval(a.expr, a.node)
+		for i := range r.dynamic {
+			a := &r.dynamic[i]
+			v, d := r.attr(c, a, a.node)
 			diags = append(diags, d...)
-			if d.HasErrors() {
-				continue
+			if !d.HasErrors() {
+				attrs[a.key] = v
 			}
-			if !v.Type().Equals(a.ty) && a.ty != cty.DynamicPseudoType {
-				cv, err := convert.Convert(v, a.ty)
-				if err != nil {
-					diags = append(diags, errorDiag(a.expr.Range(), "Incorrect attribute value type",
-						"Inappropriate value for attribute %q of request %q: %s.", a.key, r.Name, err))
-					continue
-				}
-				v = cv
-			}
-			attrs[a.key] = v
 		}
 		value = cty.ObjectVal(attrs)
 	}
-	delivery := x.deliveryStatic
-	if x.delivery != nil {
-		v, d := c.eval(x.delivery, x.deliveryNode)
-		diags = append(diags, d...)
-		if !d.HasErrors() {
-			var err error
-			if delivery, err = deliveryFromValue(v); err != nil {
-				diags = append(diags, errorDiag(x.deliveryDecl, "Invalid delivery", "%s.", err))
-			}
-		}
-	}
-	if diags.HasErrors() {
+	delivery, d := r.delivery(c)
+	if diags = append(diags, d...); diags.HasErrors() {
 		return cty.NilVal, Delivery{}, diags
 	}
 	return value, delivery, diags
+}
+
+// begin starts one call's evaluation: it checks that the iteration
+// carries the rows the request needs and evaluates a dynamic let. It
+// returns nil, with the errors, when the call cannot be evaluated; else a
+// call state that end gives back.
+func (r *Request) begin(it Iteration) (*call, hcl.Diagnostics) {
+	x := &r.extra
+	var diags hcl.Diagnostics
+	for _, f := range r.feeders {
+		if _, ok := it.Data[f.Name]; !ok {
+			diags = append(diags, errorDiag(r.DeclRange, fmt.Sprintf("No row of data.%s", f.Name),
+				"Request %q uses data block %q, but the iteration carries no row of it in Iteration.Data.", r.Name, f.Name))
+		}
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var c *call
+	if x.calls != nil {
+		c, _ = x.calls.Get().(*call)
+	}
+	if c == nil {
+		c = new(call)
+	}
+	c.r, c.it = r, it
+	if x.letDynamic && x.hasLetReference {
+		// let is evaluated without let in scope: it cannot refer to itself.
+		v, d := c.eval(x.let, x.letNode)
+		if d.HasErrors() {
+			r.end(c)
+			return nil, append(diags, d...)
+		}
+		c.setLet(v)
+	}
+	return c, diags
+}
+
+// end gives back a call state begin returned.
+func (r *Request) end(c *call) {
+	if r.extra.calls != nil {
+		*c = call{} // nothing of this call stays reachable
+		r.extra.calls.Put(c)
+	}
+}
+
+// attr evaluates a dynamic attribute in the call, through n where it can
+// (a.node, or nil for HCL), and converts it to the protocol's type.
+func (r *Request) attr(c *call, a *dynamicAttr, n node) (cty.Value, hcl.Diagnostics) {
+	v, diags := c.eval(a.expr, n)
+	if diags.HasErrors() {
+		return cty.NilVal, diags
+	}
+	if !v.Type().Equals(a.ty) && a.ty != cty.DynamicPseudoType {
+		cv, err := convert.Convert(v, a.ty)
+		if err != nil {
+			return cty.NilVal, append(diags, errorDiag(a.expr.Range(), "Incorrect attribute value type",
+				"Inappropriate value for attribute %q of request %q: %s.", a.key, r.Name, err))
+		}
+		v = cv
+	}
+	return v, diags
+}
+
+// delivery is the call's delivery: the static one, or its per-call value.
+func (r *Request) delivery(c *call) (Delivery, hcl.Diagnostics) {
+	x := &r.extra
+	if x.delivery == nil {
+		return x.deliveryStatic, nil
+	}
+	v, diags := c.eval(x.delivery, x.deliveryNode)
+	if diags.HasErrors() {
+		return Delivery{}, diags
+	}
+	delivery, err := deliveryFromValue(v)
+	if err != nil {
+		return Delivery{}, append(diags, errorDiag(x.deliveryDecl, "Invalid delivery", "%s.", err))
+	}
+	return delivery, diags
 }
 
 // NewStaticRequest returns a request whose attributes are the fixed object
