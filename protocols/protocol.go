@@ -75,7 +75,14 @@ type Call struct {
 	// when the request is the same for every call; nil otherwise, and
 	// always nil for a client that is not a Preparer. Request is set all
 	// the same.
+	//
+	// For a client that is a Templater, Prepared may instead be what its
+	// Template returned for a request evaluated per call: the call's
+	// values are then in Holes, and Request is cty.NilVal.
 	Prepared any
+	// Holes are the values of the template's holes for this call, in
+	// the order Templater describes; nil unless Prepared is a template.
+	Holes []cty.Value
 }
 
 // Metric names shared by the built-in protocols.
@@ -135,6 +142,24 @@ type RequestValidator interface {
 // the request unprepared: Do then reports it per call, as it would have.
 type Preparer interface {
 	Prepare(request cty.Value) (any, error)
+}
+
+// Templater is an optional ability of a Client: it renders once what is
+// constant in a request that is evaluated per call, so that a call
+// renders only what changed. Building each call's request as one cty
+// object, and reading it back attribute by attribute, costs more than
+// the values that change.
+//
+// The core calls Template before any load is sent with the request's
+// shape: its value with every part evaluated per call unknown
+// (cty.DynamicVal), each a hole. A hole is a whole attribute, or a value
+// inside one. Each call then carries what Template returned in
+// Call.Prepared and the holes' values in Call.Holes, in the order
+// cty.Walk visits the holes in the shape; Call.Request is cty.NilVal. A
+// hole's value is what the request's value would hold at that place. An
+// error leaves the request to be sent as a whole object per call.
+type Templater interface {
+	Template(shape cty.Value, holes int) (any, error)
 }
 
 // Sample is one measurement.

@@ -448,8 +448,15 @@ func (c *Client) Prepare(request cty.Value) (any, error) {
 // requestOf returns the call's request rendered: the one Prepare made for
 // it, or the VU's own, rendered now.
 func (c *Client) requestOf(v *vu, call protocols.Call) (*rendered, error) {
-	if p, ok := call.Prepared.(*prepared); ok && p.client == c {
-		return &p.rendered, nil
+	switch p := call.Prepared.(type) {
+	case *prepared:
+		if p.client == c {
+			return &p.rendered, nil
+		}
+	case *template:
+		if p.client == c {
+			return &v.rendered, renderHoles(c.cfg, p, call.Holes, &v.rendered, &v.scratch)
+		}
 	}
 	return &v.rendered, render(c.cfg, call.Request, &v.rendered, &v.scratch)
 }

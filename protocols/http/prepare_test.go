@@ -360,12 +360,13 @@ func TestEncodeJSONChecksWhatItCannotEncode(t *testing.T) {
 }
 
 // preparing wraps the HTTP protocol to count what the core prepares and
-// which calls come with it.
+// templates, and which calls come with either.
 type preparing struct {
 	*Protocol
-	mu       sync.Mutex
-	prepares int
-	calls    map[string][2]int // path: calls with Prepared, calls without
+	mu        sync.Mutex
+	prepares  int
+	templates int
+	calls     map[string][3]int // path: calls prepared, templated, neither
 }
 
 func (p *preparing) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
@@ -385,14 +386,26 @@ func (c *preparingClient) Prepare(r cty.Value) (any, error) {
 	return c.Client.Prepare(r)
 }
 
+func (c *preparingClient) Template(shape cty.Value, holes int) (any, error) {
+	c.p.mu.Lock()
+	c.p.templates++
+	c.p.mu.Unlock()
+	return c.Client.Template(shape, holes)
+}
+
 func (c *preparingClient) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	path, _ := protocols.StringAttr(call.Request, "path")
 	c.p.mu.Lock()
 	n := c.p.calls[path]
-	if call.Prepared != nil {
+	switch p := call.Prepared.(type) {
+	case *prepared:
 		n[0]++
-	} else {
+	case *template:
+		path = p.attrs.path.AsString()
+		n = c.p.calls[path]
 		n[1]++
+	default:
+		n[2]++
 	}
 	c.p.calls[path] = n
 	c.p.mu.Unlock()
@@ -401,8 +414,9 @@ func (c *preparingClient) Do(ctx context.Context, call protocols.Call, emit func
 
 // TestCorePreparesConstantRequests runs a flow of a constant POST and a
 // dynamic one through the core: the constant one is prepared once and
-// every call of it comes prepared, the dynamic one never does, and the
-// server reads the right body of each, by its own count.
+// every call of it comes prepared, the dynamic one is templated once and
+// every call of it comes as the template's holes, and the server reads
+// the right body of each, by its own count.
 func TestCorePreparesConstantRequests(t *testing.T) {
 	var mu sync.Mutex
 	bodies := map[string]int{}
@@ -433,7 +447,7 @@ scenario "s" {
   }
 }
 `, ts.URL)
-	p := &preparing{Protocol: New(), calls: map[string][2]int{}}
+	p := &preparing{Protocol: New(), calls: map[string][3]int{}}
 	registry := protocols.NewRegistry(p)
 	test, diags := config.Parse(map[string][]byte{"test.hcl": []byte(src)}, t.TempDir(), config.Options{Protocols: registry})
 	if diags.HasErrors() {
@@ -450,11 +464,14 @@ scenario "s" {
 	if p.prepares != 1 {
 		t.Errorf("the core prepared %d requests, want 1: the constant one", p.prepares)
 	}
-	if got := p.calls["/constant"]; got != [2]int{6, 0} {
-		t.Errorf("calls of the constant request, prepared and not: %v, want [6 0]", got)
+	if p.templates != 1 {
+		t.Errorf("the core templated %d requests, want 1: the dynamic one", p.templates)
 	}
-	if got := p.calls["/dynamic"]; got != [2]int{0, 6} {
-		t.Errorf("calls of the dynamic request, prepared and not: %v, want [0 6]", got)
+	if got := p.calls["/constant"]; got != [3]int{6, 0, 0} {
+		t.Errorf("calls of the constant request, prepared, templated and neither: %v, want [6 0 0]", got)
+	}
+	if got := p.calls["/dynamic"]; got != [3]int{0, 6, 0} {
+		t.Errorf("calls of the dynamic request, prepared, templated and neither: %v, want [0 6 0]", got)
 	}
 	mu.Lock()
 	defer mu.Unlock()

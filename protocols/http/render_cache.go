@@ -192,6 +192,17 @@ type requestAttrs struct {
 	timeout, expected, method, headers, query, path, body, json, form cty.Value
 }
 
+// numRequestAttrs counts requestAttrs's fields, and requestAttrNames
+// names them in fields' order.
+const numRequestAttrs = 9
+
+var requestAttrNames = [numRequestAttrs]string{"timeout", "expected_status", "method", "headers", "query", "path", "body", "json", "form"}
+
+// fields are a's fields, in requestAttrNames's order.
+func (a *requestAttrs) fields() [numRequestAttrs]*cty.Value {
+	return [...]*cty.Value{&a.timeout, &a.expected, &a.method, &a.headers, &a.query, &a.path, &a.body, &a.json, &a.form}
+}
+
 // read sets a from r, each attribute as protocols.Attr reads it, with one
 // name normalization fewer: the names here are ASCII, already normal.
 func (a *requestAttrs) read(r cty.Value) {

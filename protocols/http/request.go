@@ -76,6 +76,24 @@ type scratch struct {
 	json      []byte
 	jsonBody  string
 	jsonCache jsonCache
+	// r is the request being rendered, when it came as one object (tmpl
+	// nil); else it came as a template's holes, which tmpl and holes
+	// hold, with holeCache helping encode the holes of a json
+	// template (see template.go).
+	r         cty.Value
+	tmpl      *template
+	holes     []cty.Value
+	holeCache []jsonCache
+}
+
+// obj is an object holding the request's attribute name, whose value
+// is v, for the readers of protocols that take an object: the request
+// itself when it came as one.
+func (s *scratch) obj(name string, v cty.Value) cty.Value {
+	if s.tmpl == nil {
+		return s.r
+	}
+	return cty.ObjectVal(map[string]cty.Value{name: v})
 }
 
 // prepared is a request Client.Prepare rendered once.
@@ -93,6 +111,15 @@ type prepared struct {
 // that the three cannot disagree. Its errors are *protocols.AttrError
 // naming the attribute.
 func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
+	s.attrs.read(r)
+	s.r, s.tmpl = r, nil
+	return renderAttrs(cfg, out, s)
+}
+
+// renderAttrs is render for a request whose attributes are in s.attrs,
+// and, when its values came as a template's holes, the template in s.tmpl
+// (see template.go).
+func renderAttrs(cfg *targetConfig, out *rendered, s *scratch) error {
 	// same is true for an attribute whose value is its value in the last
 	// rendering into out: what out holds of it stays.
 	reuse := s.valid && s.out == out && s.cfg == cfg
@@ -105,16 +132,15 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 	}
 	s.valid, s.out, s.cfg = false, out, cfg // until this rendering succeeds
 	a, l := &s.attrs, &s.last
-	a.read(r)
 
 	var err error
 	if !same(&a.timeout, &l.timeout) {
-		if out.opt.timeout, err = protocols.DurationAttr(r, "timeout", cfg.timeout); err != nil {
+		if out.opt.timeout, err = protocols.DurationAttr(s.obj("timeout", a.timeout), "timeout", cfg.timeout); err != nil {
 			return err
 		}
 	}
 	if !same(&a.expected, &l.expected) {
-		if out.opt.expected, err = expectedStatus(r); err != nil {
+		if out.opt.expected, err = expectedStatus(s.obj("expected_status", a.expected)); err != nil {
 			return err
 		} else if !out.opt.expected.set {
 			out.opt.expected = cfg.expected
@@ -122,7 +148,7 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 	}
 
 	var contentType []string
-	if out.body, contentType, out.hasBody, err = requestBody(r, s, reuse); err != nil {
+	if out.body, contentType, out.hasBody, err = requestBody(s, reuse); err != nil {
 		return err
 	}
 
@@ -131,7 +157,7 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 		if out.hasBody {
 			out.method = nethttp.MethodPost
 		}
-		if m, err := protocols.StringAttr(r, "method"); err != nil {
+		if m, err := protocols.StringAttr(s.obj("method", a.method), "method"); err != nil {
 			return err
 		} else if m != "" {
 			out.method = strings.ToUpper(m)
@@ -141,12 +167,12 @@ func render(cfg *targetConfig, r cty.Value, out *rendered, s *scratch) error {
 		}
 	}
 
-	if out.url, err = requestURL(cfg, r, s, reuse); err != nil {
+	if out.url, err = requestURL(cfg, s, reuse); err != nil {
 		return err
 	}
 	// The header list depends on the headers and on the content type.
 	if !same(&a.headers, &l.headers) || !sameContentType(contentType, l.contentType) || out.hasBody != l.hasBody {
-		if err := requestHeaders(cfg, r, out); err != nil {
+		if err := requestHeaders(cfg, s.obj("headers", a.headers), out); err != nil {
 			return err
 		}
 		if contentType != nil && !hasHeader(out.header, "Content-Type") {
@@ -276,7 +302,7 @@ func noBody() (io.ReadCloser, error) { return nethttp.NoBody, nil }
 //
 // reuse says that s describes the VU's last call (see render): a json
 // value that is the very one of the last call keeps its payload.
-func requestBody(r cty.Value, s *scratch, reuse bool) (payload string, contentType []string, has bool, err error) {
+func requestBody(s *scratch, reuse bool) (payload string, contentType []string, has bool, err error) {
 	first := ""
 	one := func(name string) error {
 		if first != "" {
@@ -290,7 +316,7 @@ func requestBody(r cty.Value, s *scratch, reuse bool) (payload string, contentTy
 		if err := one("body"); err != nil {
 			return "", nil, false, err
 		}
-		if payload, err = protocols.StringAttr(r, "body"); err != nil {
+		if payload, err = protocols.StringAttr(s.obj("body", b), "body"); err != nil {
 			return "", nil, false, err
 		}
 	}
@@ -298,7 +324,15 @@ func requestBody(r cty.Value, s *scratch, reuse bool) (payload string, contentTy
 		if err := one("json"); err != nil {
 			return "", nil, false, err
 		}
-		if reuse && identical(&a.json, &s.last.json) {
+		if s.tmpl != nil && s.tmpl.json != nil {
+			b, err := s.tmpl.json.append(s.json[:0], s.holes, &s.holeCache)
+			if err != nil {
+				return "", nil, false, err
+			}
+			s.json = b
+			payload, contentType = string(b), contentTypeJSON
+			s.jsonBody = payload
+		} else if reuse && identical(&a.json, &s.last.json) {
 			payload, contentType = s.jsonBody, contentTypeJSON
 		} else {
 			b, err := encodeJSONCached(s.json[:0], j, &s.jsonCache)
@@ -315,7 +349,7 @@ func requestBody(r cty.Value, s *scratch, reuse bool) (payload string, contentTy
 		if err := one("form"); err != nil {
 			return "", nil, false, err
 		}
-		kvs, err := protocols.StringMapAttr(r, "form")
+		kvs, err := protocols.StringMapAttr(s.obj("form", f), "form")
 		if err != nil {
 			return "", nil, false, err
 		}
@@ -369,7 +403,7 @@ func appendQuery(dst []byte, kvs []protocols.Pair) []byte {
 // reuse says that s describes the VU's last call (see render): a query
 // equal to its last value keeps its rendered form, and a path equal to
 // its last value too keeps the last URL.
-func requestURL(cfg *targetConfig, r cty.Value, s *scratch, reuse bool) (*url.URL, error) {
+func requestURL(cfg *targetConfig, s *scratch, reuse bool) (*url.URL, error) {
 	l := &s.last
 	a := &s.attrs
 	pv, qv := a.path, a.query
@@ -382,13 +416,13 @@ func requestURL(cfg *targetConfig, r cty.Value, s *scratch, reuse bool) (*url.UR
 	path := ""
 	if pv.Type() == cty.String && pv.IsKnown() && !pv.IsNull() {
 		path = pv.AsString()
-	} else if p, err := protocols.StringAttr(r, "path"); err != nil {
+	} else if p, err := protocols.StringAttr(s.obj("path", pv), "path"); err != nil {
 		return nil, err
 	} else {
 		path = p
 	}
 	if !sameQuery {
-		kvs, err := protocols.StringMapAttr(r, "query")
+		kvs, err := protocols.StringMapAttr(s.obj("query", qv), "query")
 		if err != nil {
 			return nil, err
 		}

@@ -162,6 +162,7 @@ var benchRequests = []struct{ name, block string }{
     json   = { sku = "A-100", quantity = 2, price = 19.99, gift = false, tags = ["red", "small"] }
   }`},
 	{"post-dynamic", postDynamic},
+	{"post-dynamic-whole", postDynamic},
 	{"post-dynamic-evaluated", postDynamic},
 }
 
@@ -169,9 +170,12 @@ const postDynamic = "\n" + benchreq.PostDynamic
 
 // BenchmarkRequests measures what a request costs hload's process, one VU
 // on one keep-alive connection: the request's evaluation, as the core does
-// it per call, and Do. post-dynamic-evaluated is post-dynamic with its
-// values evaluated before the timing (1,000 of them, in turn), for Do's
-// share alone. The server runs in a process of its own, so the
+// it per call, and Do. post-dynamic goes as the core sends it, as a
+// template's holes (protocols.Templater); post-dynamic-whole as one object
+// per call, as it went before templates and goes to a client that cannot
+// take them; post-dynamic-evaluated is post-dynamic-whole with its values
+// evaluated before the timing (1,000 of them, in turn), for Do's share
+// alone. The server runs in a process of its own, so the
 // process CPU time, allocations and bytes are the client's alone; they are
 // reported per request, and the server's own count of the requests it
 // answered must match the calls made.
@@ -194,7 +198,7 @@ func BenchmarkRequests(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			call := benchCall(b, c, r)
+			call := benchCall(b, c, r, bc.name == "post-dynamic")
 			var feeders []*config.Cursor
 			for _, f := range r.Feeders() {
 				feeders = append(feeders, f.NewCursor())
@@ -239,6 +243,14 @@ func BenchmarkRequests(b *testing.B) {
 					it.Data = data
 				}
 				iteration++
+				if _, ok := call.Prepared.(*template); ok {
+					var diags hcl.Diagnostics
+					if call.Holes, _, diags = r.EvalHoles(it, call.Holes); diags.HasErrors() {
+						b.Fatal(diags.Error())
+					}
+					c.Do(ctx, call, check)
+					return
+				}
 				v, _, diags := r.Eval(it)
 				if diags.HasErrors() {
 					b.Fatal(diags.Error())
@@ -273,10 +285,19 @@ func BenchmarkRequests(b *testing.B) {
 }
 
 // benchCall is the call the core would make for r on c, before its
-// request value is set: prepared once when r is the same for every call.
-func benchCall(b *testing.B, c protocols.Client, r *config.Request) protocols.Call {
+// request value is set: prepared once when r is the same for every call,
+// else templated once when templated is true.
+func benchCall(b *testing.B, c protocols.Client, r *config.Request, templated bool) protocols.Call {
 	call := protocols.Call{VU: 1}
 	if r.Dynamic() {
+		if templated {
+			shape, holes, _ := r.Shape()
+			t, err := c.(protocols.Templater).Template(shape, holes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			call.Prepared = t
+		}
 		return call
 	}
 	v, diags := r.Value(config.Iteration{})
@@ -341,7 +362,7 @@ func BenchmarkRender(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, bc := range benchRequests {
-		if strings.HasSuffix(bc.name, "-evaluated") {
+		if strings.HasSuffix(bc.name, "-evaluated") || strings.HasSuffix(bc.name, "-whole") {
 			continue // the same request as post-dynamic
 		}
 		test := benchTest(b, dir, bc.block, "http://127.0.0.1:9")
@@ -381,6 +402,42 @@ func BenchmarkRender(b *testing.B) {
 				i++
 			}
 		})
+		if r.Dynamic() {
+			shape, n, _ := r.Shape()
+			tmpl, err := newClient(cfg).Template(shape, n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var holes [][]cty.Value
+			for i := range values {
+				it.Iteration = uint64(i)
+				h, _, diags := r.EvalHoles(it, nil)
+				if diags.HasErrors() {
+					b.Fatal(diags.Error())
+				}
+				holes = append(holes, h)
+			}
+			b.Run(bc.name+"/eval-holes", func(b *testing.B) {
+				b.ReportAllocs()
+				var h []cty.Value
+				for b.Loop() {
+					it.Iteration++
+					h, _, _ = r.EvalHoles(it, h)
+				}
+			})
+			b.Run(bc.name+"/render-holes", func(b *testing.B) {
+				b.ReportAllocs()
+				var rd rendered
+				var s scratch
+				i := 0
+				for b.Loop() {
+					if err := renderHoles(cfg, tmpl.(*template), holes[i%len(holes)], &rd, &s); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
 		b.Run(bc.name+"/request", func(b *testing.B) {
 			b.ReportAllocs()
 			var rd rendered
