@@ -88,6 +88,7 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 			keepBody:    needsBody(rq.Checks) || rq.NeedsBody(),
 			keepHeaders: rq.NeedsHeaders(),
 			prepared:    prepare(r.clients[rq.Target], rq),
+			template:    template(r.clients[rq.Target], rq),
 		}
 		for _, f := range rq.Feeders() {
 			fc := cursors[f]

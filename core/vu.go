@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/config"
@@ -29,6 +30,9 @@ type request struct {
 	// prepared is what the client made of a request that is the same for
 	// every call, once; nil when it made nothing.
 	prepared any
+	// template is what the client made of the shape of a request that is
+	// evaluated per call (protocols.Templater); nil when it made nothing.
+	template any
 }
 
 // prepare has c render rq once, when rq is the same for every call and c
@@ -47,6 +51,25 @@ func prepare(c protocols.Client, rq *config.Request) any {
 		return nil
 	}
 	return prepared
+}
+
+// template has c render the constant parts of rq once, when rq is
+// evaluated per call and c can: on an error the calls carry the whole
+// request.
+func template(c protocols.Client, rq *config.Request) any {
+	t, ok := c.(protocols.Templater)
+	if !ok {
+		return nil
+	}
+	shape, holes, ok := rq.Shape()
+	if !ok {
+		return nil
+	}
+	tmpl, err := t.Template(shape, holes)
+	if err != nil {
+		return nil
+	}
+	return tmpl
 }
 
 // feederCursor is a data feeder with the scenario's cursor over it.
@@ -72,6 +95,8 @@ type vu struct {
 	timer *time.Timer
 	// data is reused across iterations for the feeders' rows.
 	data map[string]cty.Value
+	// holes is reused across calls for a templated request's values.
+	holes []cty.Value
 	// vars are the values the VU captured, vu.vars in expressions; nil
 	// until a capture sets one.
 	vars map[string]cty.Value
@@ -134,7 +159,18 @@ func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.
 	if len(req.feeders) > 0 {
 		it.Data = v.data
 	}
-	value, send, diags := req.cfg.Eval(it)
+	var (
+		value cty.Value
+		send  config.Delivery
+		diags hcl.Diagnostics
+		holes []cty.Value
+	)
+	if req.template != nil {
+		holes, send, diags = req.cfg.EvalHoles(it, v.holes)
+		v.holes = holes
+	} else {
+		value, send, diags = req.cfg.Eval(it)
+	}
 	start := time.Now()
 	v.lateness = 0
 	if !planned.IsZero() {
@@ -162,6 +198,10 @@ func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.
 		sent = v.ledger.Begin(send.Key, send.ID)
 	}
 	v.delivered = false
+	prepared := req.prepared
+	if req.template != nil {
+		prepared = req.template
+	}
 	v.calling.Store(req)
 	req.client.Do(ctx, protocols.Call{
 		VU:          v.id,
@@ -170,7 +210,8 @@ func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.
 		Request:     value,
 		KeepBody:    req.keepBody,
 		KeepHeaders: req.keepHeaders,
-		Prepared:    req.prepared,
+		Prepared:    prepared,
+		Holes:       holes,
 	}, v.emitFn)
 	v.calling.Store(nil)
 	sent.Done(v.delivered)
