@@ -418,6 +418,16 @@ func loadFixed(t *testing.T) *Test {
 	return test
 }
 
+// fixedIteration is the i-th of a sequence of iterations of compiledFiles'
+// shop scenario: VUs 1 to 5 in turn, a row of the users feeder, a token.
+func fixedIteration(i int, users *Feeder) Iteration {
+	return Iteration{
+		VU: uint64(i%5 + 1), Iteration: uint64(i), Scenario: "shop",
+		Data: map[string]cty.Value{"users": users.Row(i % 3)},
+		Vars: map[string]cty.Value{"token": cty.StringVal(fmt.Sprintf("tok%d", i))},
+	}
+}
+
 // TestEvalCompiledMatchesInterpreted: Eval gives the same requests and
 // deliveries, compiled or through HCL, for the same draws.
 func TestEvalCompiledMatchesInterpreted(t *testing.T) {
@@ -440,11 +450,7 @@ func TestEvalCompiledMatchesInterpreted(t *testing.T) {
 	}
 	feeder := compiled.Feeders[0]
 	for i := range 200 {
-		it := Iteration{
-			VU: uint64(i%5 + 1), Iteration: uint64(i), Scenario: "shop",
-			Data: map[string]cty.Value{"users": feeder.Row(i % 3)},
-			Vars: map[string]cty.Value{"token": cty.StringVal(fmt.Sprintf("tok%d", i))},
-		}
+		it := fixedIteration(i, feeder)
 		for j, r := range compiled.Scenarios[0].Requests[1:] {
 			v, d, diags := r.Eval(it)
 			w, wd, wdiags := interpreted.Scenarios[0].Requests[j+1].Eval(it)

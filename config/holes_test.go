@@ -74,11 +74,7 @@ func TestEvalHolesMatchEval(t *testing.T) {
 			feeder := holed.Feeders[0]
 			var holes []cty.Value
 			for i := range 200 {
-				it := Iteration{
-					VU: uint64(i%5 + 1), Iteration: uint64(i), Scenario: "shop",
-					Data: map[string]cty.Value{"users": feeder.Row(i % 3)},
-					Vars: map[string]cty.Value{"token": cty.StringVal(fmt.Sprintf("tok%d", i))},
-				}
+				it := fixedIteration(i, feeder)
 				for j, r := range holed.Scenarios[0].Requests[1:] {
 					shape, _, _ := r.Shape()
 					var d Delivery
