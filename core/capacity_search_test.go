@@ -10,6 +10,8 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/protocols"
+	hloadhttp "github.com/hload/hload/protocols/http"
 )
 
 // TestCapacitySearchFindsKnownLimit (Must show 3): an open capacity
@@ -130,11 +132,49 @@ scenario "search" {
   request "r" { path = "/" }
 }
 `, nil)
-	_, err := Run(t.Context(), test, Options{Segment: Segment{Index: 0, Count: 2}})
+	opts := Options{Protocols: protocols.NewRegistry(hloadhttp.New()), Segment: Segment{Index: 0, Count: 2}}
+	_, err := Run(t.Context(), test, opts)
 	if err == nil || !strings.Contains(err.Error(), "cannot be sharded") || !strings.Contains(err.Error(), `"search"`) {
 		t.Errorf("Run with --segment 1/2: %v, want a refusal naming the scenario", err)
 	}
 	if err := CheckSegment(test, Segment{}); err != nil {
 		t.Errorf("the whole run: %v", err)
+	}
+}
+
+// TestCapacitySearchClosedModel steps VUs against the same endpoint: 1,
+// 2 and 4 VUs each add a worker's 50 requests/s; 8 VUs find all 4 workers
+// busy and only wait longer, so the search stops there and names 4 VUs.
+func TestCapacitySearchClosedModel(t *testing.T) {
+	pool := demo.NewCapacity(demo.CapacityOptions{Workers: 4, ServiceTime: 20 * time.Millisecond, Queue: 64})
+	srv := httptest.NewServer(pool)
+	defer srv.Close()
+	test := loadTest(t, `
+variable "base_url" {}
+target "demo" { base_url = var.base_url }
+scenario "search" {
+  executor      = "capacity-search"
+  model         = "closed"
+  steps         = [1, 2, 4, 8, 16]
+  step_duration = "1s"
+  request "r" { path = "/capacity" }
+}
+`, map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{})
+	c := sum.Scenarios["search"].Capacity
+	for i, s := range c.Steps {
+		t.Logf("step %d: %g VUs, %.1f ok/s, p95 %.1f ms", i+1, s.Load, s.OKRPS, s.P95)
+	}
+	sat := c.Saturation
+	t.Logf("saturation: step %d (%g VUs, %.1f ok/s), %s: %s", sat.Step, sat.Load, sat.OKRPS, sat.Reason, sat.Detail)
+	if c.Model != "closed" || c.Unit != "vus" || sat.Reason != "saturated" || sat.Load != 4 || len(c.Steps) != 4 {
+		t.Errorf("model %q, unit %q, stopped for %q at %d steps with the point at %g VUs; want closed, vus, saturated at 4 steps with the point at 4 VUs",
+			c.Model, c.Unit, sat.Reason, len(c.Steps), sat.Load)
+	}
+	if off := math.Abs(sat.OKRPS-pool.MaxPerSecond()) / pool.MaxPerSecond(); off > 0.15 {
+		t.Errorf("4 VUs read %.1f requests/s, %.0f %% off the endpoint's %.0f", sat.OKRPS, off*100, pool.MaxPerSecond())
+	}
+	if r := sum.Scenarios["search"].Requests["r"]; r.Count-r.Errors != pool.Served() {
+		t.Errorf("hload counted %d successful calls, the endpoint served %d", r.Count-r.Errors, pool.Served())
 	}
 }
