@@ -65,13 +65,17 @@ func (sc *scenarioRun) runCapacitySearch(e config.CapacitySearch) {
 
 // search runs the steps until one does not hold.
 func (c *capacitySearch) search(sc *scenarioRun, load stepHolder) {
+	// One reading ends a step and starts the next, so that every call
+	// that ends during the search is in exactly one step.
+	before, start := sc.agg.Read(sc.name), time.Now()
 	for i, l := range c.cfg.Steps {
 		c.mu.Lock()
 		c.current = i + 1
 		c.mu.Unlock()
-		before, start := sc.agg.Read(sc.name), time.Now()
 		held := load.hold(l, c.cfg.StepDuration)
-		step := stepFigures(l, sc.agg.Read(sc.name).Since(before), time.Since(start))
+		after, end := sc.agg.Read(sc.name), time.Now()
+		step := stepFigures(l, after.Since(before), end.Sub(start))
+		before, start = after, end
 		if !held {
 			c.stop(step, "interrupted", fmt.Sprintf("the run ended during step %d, before it was judged", i+1))
 			return
