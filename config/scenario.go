@@ -31,12 +31,14 @@ const (
 
 	executorConstantArrivalRate = "constant-arrival-rate"
 	executorRampingArrivalRate  = "ramping-arrival-rate"
+
+	executorCapacitySearch = "capacity-search"
 )
 
 // executors lists the supported executors, in the order messages show them.
 var executors = []string{
 	executorConstantVUs, executorRampingVUs, executorIterations,
-	executorConstantArrivalRate, executorRampingArrivalRate,
+	executorConstantArrivalRate, executorRampingArrivalRate, executorCapacitySearch,
 }
 
 // openExecutors start iterations at a rate (the open model) rather than
@@ -45,7 +47,7 @@ var openExecutors = []string{executorConstantArrivalRate, executorRampingArrival
 
 // futureExecutors are part of the language but not implemented yet. Naming
 // one gets a clear message rather than "unknown".
-var futureExecutors = []string{"capacity-search"}
+var futureExecutors []string
 
 // executorAttributes says which attributes each executor requires and which
 // it may take. Any other attribute of executorOnlyAttributes is a mistake.
@@ -61,6 +63,7 @@ var executorAttributes = map[string]struct{ required, optional []string }{
 		required: []string{"stages"},
 		optional: []string{"start_rate", "time_unit", "pre_allocated_vus", "max_vus", "max_queue_wait"},
 	},
+	executorCapacitySearch: {required: []string{"step_duration"}, optional: capacityOptional},
 }
 
 // executorOnlyAttributes belong to some executor, including the future
@@ -68,15 +71,17 @@ var executorAttributes = map[string]struct{ required, optional []string }{
 var executorOnlyAttributes = []string{
 	"vus", "duration", "start_vus", "stages", "iterations", "ramp_up", "max_duration",
 	"rate", "start_rate", "time_unit", "max_vus", "pre_allocated_vus", "max_queue_wait",
+	"model", "steps", "step_factor", "step_duration", "min_gain", "max_error_rate", "max_p95", "max_rate",
 }
 
 // attributeHelp explains the required executor attributes when missing.
 var attributeHelp = map[string]string{
-	"vus":        "the number of virtual users, such as vus = 10",
-	"duration":   `how long the scenario runs, such as duration = "5m"`,
-	"stages":     `the ramps to follow, such as stages = [{ duration = "1m", target = 10 }]`,
-	"iterations": "how many iterations each virtual user runs, such as iterations = 100",
-	"rate":       "how many iterations start per time_unit (1s by default), such as rate = 100",
+	"vus":           "the number of virtual users, such as vus = 10",
+	"duration":      `how long the scenario runs, such as duration = "5m"`,
+	"stages":        `the ramps to follow, such as stages = [{ duration = "1m", target = 10 }]`,
+	"iterations":    "how many iterations each virtual user runs, such as iterations = 100",
+	"rate":          "how many iterations start per time_unit (1s by default), such as rate = 100",
+	"step_duration": `how long each step of the search holds its load, such as step_duration = "30s"`,
 }
 
 // scenarioSchema is the schema of a scenario block.
@@ -207,6 +212,9 @@ func checkExecutorName(name string, rng hcl.Range) *hcl.Diagnostic {
 	if hint != "" {
 		hint += " "
 	}
+	if len(futureExecutors) == 0 {
+		return errorDiag(rng, fmt.Sprintf("Unknown executor %q", name), "%sValid executors are %s.", hint, quoteList(executors))
+	}
 	verb := "are"
 	if len(futureExecutors) == 1 {
 		verb = "is"
@@ -272,6 +280,9 @@ func (l *loader) decodeExecutor(kind string, b *hcl.Block, content *hcl.BodyCont
 
 	case executorConstantArrivalRate, executorRampingArrivalRate:
 		return l.decodeArrivalRate(kind, attr)
+
+	case executorCapacitySearch:
+		return l.decodeCapacitySearch(attr)
 
 	default: // executorIterations
 		var e Iterations

@@ -33,20 +33,7 @@ type pool struct {
 // from its planned start, as wrk2 measures it. An iteration that cannot
 // start in time is dropped and counted, never silently delayed.
 func (sc *scenarioRun) runArrivals(a arrivals, preAllocated, maxVUs int, maxWait time.Duration, seg Segment) {
-	preAllocated = max(1, seg.Scale(preAllocated))
-	maxVUs = max(preAllocated, seg.Scale(maxVUs))
-	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait}
-	if sc.setup != nil {
-		p.setUp(preAllocated)
-	} else {
-		for range preAllocated {
-			p.spawn(nil)
-		}
-		// The lowest ids on top, so that a light load runs on VU 1.
-		p.idle = slices.Clone(p.all)
-		slices.Reverse(p.idle)
-	}
-
+	p := sc.newPool(preAllocated, maxVUs, maxWait, seg)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	start := time.Now()
@@ -86,6 +73,25 @@ pace:
 	}
 	sc.end()
 	p.close()
+}
+
+// newPool starts this segment's share of a pool of preAllocated VUs that
+// grows up to maxVUs, with their setups done, ready for dispatch.
+func (sc *scenarioRun) newPool(preAllocated, maxVUs int, maxWait time.Duration, seg Segment) *pool {
+	preAllocated = max(1, seg.Scale(preAllocated))
+	maxVUs = max(preAllocated, seg.Scale(maxVUs))
+	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait}
+	if sc.setup != nil {
+		p.setUp(preAllocated)
+	} else {
+		for range preAllocated {
+			p.spawn(nil)
+		}
+		// The lowest ids on top, so that a light load runs on VU 1.
+		p.idle = slices.Clone(p.all)
+		slices.Reverse(p.idle)
+	}
+	return p
 }
 
 // spawn starts a new VU goroutine; tried is for a pre-allocated VU that

@@ -162,6 +162,7 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 		dropped := sc.dropped.Load()
 		snap.Dropped[sc.name] = dropped - s.droppedBefore[sc.name]
 		s.droppedBefore[sc.name] = dropped
+		addCapacityProgress(&snap, sc)
 	}
 	for name, v := range snap.Gauges {
 		s.gaugesMax[name] = max(s.gaugesMax[name], v)

@@ -40,6 +40,8 @@ type ScenarioPlan struct {
 	// Setup is the steps each VU runs once before its first iteration,
 	// with no weight nor share; nil when the scenario has no setup.
 	Setup *FlowShare
+	// Capacity is a capacity search's steps; nil for other executors.
+	Capacity *CapacityPlan
 }
 
 // RatePoint is the planned arrival rate, per second, at a time.
@@ -136,6 +138,8 @@ func Plan(test *config.Test, seg Segment) []ScenarioPlan {
 			planArrivals(&p, constantRate(e), e.PreAllocatedVUs, e.MaxVUs, seg)
 		case config.RampingArrivalRate:
 			planArrivals(&p, rampingRate(e), e.PreAllocatedVUs, e.MaxVUs, seg)
+		case config.CapacitySearch:
+			planCapacity(&p, e)
 		}
 		for _, pt := range p.Points {
 			p.MaxVUs = max(p.MaxVUs, pt.VUs)

@@ -116,6 +116,9 @@ type run struct {
 // openRun opens one client per target in use and binds every scenario's
 // requests to their clients and series. Nothing is sent yet.
 func openRun(ctx context.Context, test *config.Test, opts Options) (*run, error) {
+	if err := checkSegment(test, opts.Segment); err != nil {
+		return nil, err
+	}
 	r := &run{
 		test:     test,
 		opts:     opts,

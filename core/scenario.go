@@ -57,6 +57,9 @@ type scenarioRun struct {
 	// scenario ended without them; what they report later is dropped.
 	abandoned atomic.Bool
 	stuck     map[*request]int // calls still running when abandoned
+
+	agg      *metrics.Aggregator // the run's, read by a capacity search
+	capacity *capacitySearch     // a capacity search's state; nil for other executors
 }
 
 // newScenarioRun binds a scenario's requests to their clients, series and
@@ -72,6 +75,10 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 		planned:      planned,
 		open:         model(s.Executor) == "open",
 		setupBackoff: setupBackoff,
+		agg:          r.agg,
+	}
+	if e, ok := s.Executor.(config.CapacitySearch); ok {
+		sc.capacity = newCapacitySearch(e)
 	}
 	sc.callCtx, sc.cancelCall = context.WithCancel(r.runCtx)
 	// One cursor per feeder per scenario: sequential feeders walk their
@@ -222,6 +229,8 @@ func (sc *scenarioRun) runExecutor(seg Segment) {
 		sc.runArrivals(constantRate(e), e.PreAllocatedVUs, e.MaxVUs, e.MaxQueueWait, seg)
 	case config.RampingArrivalRate:
 		sc.runArrivals(rampingRate(e), e.PreAllocatedVUs, e.MaxVUs, e.MaxQueueWait, seg)
+	case config.CapacitySearch:
+		sc.runCapacitySearch(e) // never sharded: see checkSegment
 	}
 }
 

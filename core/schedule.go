@@ -56,6 +56,8 @@ func plannedDuration(exec config.Executor) (d time.Duration, ok bool) {
 		return e.Duration, true
 	case config.RampingArrivalRate:
 		return rampingRate(e).duration(), true
+	case config.CapacitySearch:
+		return time.Duration(len(e.Steps)) * e.StepDuration, true // at most
 	}
 	return 0, false
 }
@@ -63,9 +65,11 @@ func plannedDuration(exec config.Executor) (d time.Duration, ok bool) {
 // model names the load model of an executor: closed (VUs loop) or open
 // (arrivals at a rate).
 func model(exec config.Executor) string {
-	switch exec.(type) {
+	switch e := exec.(type) {
 	case config.ConstantArrivalRate, config.RampingArrivalRate:
 		return "open"
+	case config.CapacitySearch:
+		return e.Model
 	}
 	return "closed"
 }

@@ -77,6 +77,9 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 			Requests:          requests[sc.name],
 			Flows:             scenarioFlows(sc.cfg, flows[sc.name]),
 		}
+		if sc.capacity != nil {
+			sum.Scenarios[sc.name].Capacity = sc.capacity.summary()
+		}
 	}
 	_, sum.Metrics = agg.Totals("", "", elapsed)
 	sum.Passed = true

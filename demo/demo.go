@@ -150,6 +150,7 @@ func newHandler(opts Options) (http.Handler, *journey) {
 	mux.HandleFunc("GET /api/notification/subscribe/{userId}", n.subscribe)
 	mux.HandleFunc("GET /api/notification/stats", n.stats)
 	mux.HandleFunc("PUT /api/notification/delivery", n.setDelivery)
+	mux.Handle("GET /capacity", NewCapacity(CapacityOptions{})) // 200/s at most: see docs/capacity.md
 	j.routes(mux)
 	return mux, j
 }

@@ -85,6 +85,9 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := core.CheckSegment(test, seg); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 
 	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
 	configured, err := newSinks(test, seg, stderr)

@@ -38,6 +38,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := core.CheckSegment(test, seg); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
 	for i, p := range core.Plan(test, seg) {
 		if i > 0 {
 			fmt.Fprintln(stdout)
@@ -49,12 +52,16 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 
 func printPlan(w io.Writer, p core.ScenarioPlan, latency time.Duration) {
 	fmt.Fprintf(w, "scenario %q: %s executor, %s model\n", p.Name, p.Executor, p.Model)
-	if p.Bounded {
+	if p.Capacity != nil {
+		fmt.Fprintf(w, "  duration     at most %s (+ up to %s graceful stop)\n", p.Duration, p.GracefulStop)
+	} else if p.Bounded {
 		fmt.Fprintf(w, "  duration     %s (+ up to %s graceful stop)\n", p.Duration, p.GracefulStop)
 	} else {
 		fmt.Fprintf(w, "  duration     until every VU finishes its iterations (ramp-up %s)\n", p.Duration)
 	}
-	if p.Model == "open" {
+	if p.Capacity != nil {
+		printCapacityPlan(w, p)
+	} else if p.Model == "open" {
 		printOpenPlan(w, p, latency)
 	} else {
 		fmt.Fprintf(w, "  max VUs      %d\n", p.MaxVUs)

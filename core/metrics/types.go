@@ -142,6 +142,9 @@ type Snapshot struct {
 	// Gauges are the levels the protocols hold at End, such as
 	// sse_open_streams, by name; nil when no client reports any.
 	Gauges map[string]int64
+	// Capacity is the step each capacity-search scenario is at; nil
+	// when there is none.
+	Capacity map[string]CapacityProgress
 	// Warnings are the problems found since the last snapshot (a data
 	// feeder ran out, a request failed every time so far), said once as
 	// they happen; the summary repeats those that still hold.
@@ -232,6 +235,8 @@ type ScenarioSummary struct {
 	// Flows are the scenario's flow blocks, and its setup as "setup";
 	// absent when it has neither.
 	Flows map[string]*FlowFigures `json:"flows,omitempty"`
+	// Capacity is what a capacity-search scenario found.
+	Capacity *CapacitySummary `json:"capacity,omitempty"`
 }
 
 // ThresholdResult is one threshold's verdict.

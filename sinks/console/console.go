@@ -51,8 +51,10 @@ type progress struct {
 	dropped int64
 	vus     int
 	gauges  map[string]int64 // the last snapshot's
-	elapsed time.Duration
-	seen    bool
+	// capacity is the step of each capacity search, the last snapshot's.
+	capacity map[string]metrics.CapacityProgress
+	elapsed  time.Duration
+	seen     bool
 
 	// The flows' figures, setup apart: a setup runs once per VU, so its
 	// count is no rate of journeys, but its failures are what a watcher
@@ -176,6 +178,7 @@ func (w *progress) add(snap *metrics.Snapshot) {
 		w.dropped += n
 	}
 	w.gauges = snap.Gauges
+	w.capacity = snap.Capacity
 }
 
 // progressLine renders e.g.
@@ -207,7 +210,7 @@ func progressLine(p *progress) string {
 	for _, n := range slices.Sorted(maps.Keys(p.gauges)) {
 		line += fmt.Sprintf("  %s %d", n, p.gauges[n])
 	}
-	return line + "\n"
+	return line + capacityProgress(p.capacity) + "\n"
 }
 
 // Close prints the summary, even when Quiet. It prints it once, however

@@ -142,6 +142,7 @@ func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS f
 		p.printf("  %d planned iterations found no free VU and were not started; raise max_vus or lower the rate.\n",
 			sc.DroppedIterations)
 	}
+	p.capacity(sc.Capacity)
 	names := slices.Sorted(maps.Keys(sc.Requests))
 	if len(names) == 0 {
 		p.printf("  no requests\n")

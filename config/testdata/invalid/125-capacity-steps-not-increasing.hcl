@@ -2,9 +2,10 @@ target "shop" {
   base_url = "http://127.0.0.1:8080"
 }
 
-scenario "browse" {
+scenario "search" {
   executor = "capacity-search"
-  duration = "1m"
+  step_duration = "30s"
+  steps         = [50, 100, 100, 200]
 
   request "home" {
     path = "/"

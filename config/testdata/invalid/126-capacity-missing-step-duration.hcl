@@ -1,0 +1,13 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "search" {
+  executor = "capacity-search"
+  start_rate = 50
+  max_rate   = 400
+
+  request "home" {
+    path = "/"
+  }
+}

@@ -1,0 +1,15 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "search" {
+  executor = "capacity-search"
+  step_duration  = "30s"
+  start_rate     = 50
+  max_rate       = 400
+  max_error_rate = 5
+
+  request "home" {
+    path = "/"
+  }
+}

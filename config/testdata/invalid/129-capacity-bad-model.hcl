@@ -1,0 +1,15 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "search" {
+  executor = "capacity-search"
+  model         = "closed-loop"
+  step_duration = "30s"
+  start_vus     = 10
+  max_vus       = 100
+
+  request "home" {
+    path = "/"
+  }
+}

@@ -1,0 +1,13 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "search" {
+  executor = "capacity-search"
+  step_duration = "30s"
+  start_rate    = 50
+
+  request "home" {
+    path = "/"
+  }
+}

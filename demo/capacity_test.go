@@ -1,0 +1,84 @@
+package demo
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCapacityThroughput keeps the pool busy with more clients than
+// workers and checks, on the pool's own clock, that it served at its
+// capacity (workers / service time) and not faster, and that every
+// request the clients sent is in its count.
+func TestCapacityThroughput(t *testing.T) {
+	c := NewCapacity(CapacityOptions{Workers: 4, ServiceTime: 20 * time.Millisecond, Queue: 64})
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	const clients, each = 12, 20
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range clients {
+		wg.Go(func() {
+			for range each {
+				resp, err := http.Get(srv.URL)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					mu.Lock()
+					ok++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if c.Served() != clients*each || int64(ok) != c.Served() || c.Rejected() != 0 {
+		t.Fatalf("served %d, rejected %d, clients got %d OK; want %d served", c.Served(), c.Rejected(), ok, clients*each)
+	}
+	got := float64(c.Served()) / c.Busy().Seconds()
+	t.Logf("served %d in %s on the pool's clock: %.1f requests/s, capacity %.0f", c.Served(), c.Busy(), got, c.MaxPerSecond())
+	// Never faster than its capacity; with 12 clients for 4 workers never
+	// idle, so at its capacity but for the first and last requests.
+	if got > c.MaxPerSecond()*1.001 || got < c.MaxPerSecond()*0.97 {
+		t.Errorf("throughput %.1f requests/s on the pool's clock, want %.0f", got, c.MaxPerSecond())
+	}
+}
+
+// TestCapacityQueueBound: beyond its workers and queue, a request is
+// answered 503 at once and counted.
+func TestCapacityQueueBound(t *testing.T) {
+	c := NewCapacity(CapacityOptions{Workers: 1, ServiceTime: 200 * time.Millisecond, Queue: 2})
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	const n = 10
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		})
+	}
+	wg.Wait()
+	close(codes)
+	count := map[int]int64{}
+	for code := range codes {
+		count[code]++
+	}
+	// 10 at once: 1 served at once, 2 queued, 7 rejected; a client whose
+	// request came after the first was served may be admitted as well.
+	if count[200] != c.Served() || count[503] != c.Rejected() || count[200]+count[503] != n || c.Rejected() == 0 || c.Served() < 3 {
+		t.Errorf("clients got %v; the endpoint served %d and rejected %d", count, c.Served(), c.Rejected())
+	}
+}
