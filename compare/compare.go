@@ -113,6 +113,14 @@ func (f Figure) HigherIsBetter() int {
 	return -1
 }
 
+// percentileResolution is how close, in percent, a percentile is to the
+// true value: the runs' HDR histograms keep three significant digits.
+const percentileResolution = 0.1
+
+// percentile reports whether the figure is a percentile of a histogram,
+// not an exact figure.
+func (f Figure) percentile() bool { return f >= P50 && f <= P99 }
+
 // Verdict says whether a change is for the better.
 type Verdict int
 
@@ -146,6 +154,8 @@ func change(f Figure, base, new float64) Change {
 	switch d := cmp.Compare(new, base) * f.HigherIsBetter(); {
 	case f.HigherIsBetter() == 0:
 		c.Verdict = Neutral
+	case f.percentile() && math.Abs(c.Percent) <= percentileResolution:
+		// Within the histogram's resolution the two are the same value.
 	case d > 0:
 		c.Verdict = Better
 	case d < 0:

@@ -274,3 +274,27 @@ func TestLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestChangeWithinResolution: percentiles that differ by no more than the
+// histograms' resolution (0.1 %) are the same; exact figures (mean, max)
+// and larger changes are marked.
+func TestChangeWithinResolution(t *testing.T) {
+	for _, tc := range []struct {
+		figure    Figure
+		base, new float64
+		want      Verdict
+	}{
+		{P95, 200, 200.2, Same},
+		{P99, 200, 199.8, Same},
+		{P95, 200, 200.4, Worse},
+		{P50, 200, 199.6, Better},
+		{Mean, 200, 200.2, Worse},
+		{Max, 200, 199.8, Better},
+		{RPS, 50, 50.01, Better},
+		{Count, 50, 49, Neutral},
+	} {
+		if got := change(tc.figure, tc.base, tc.new).Verdict; got != tc.want {
+			t.Errorf("%s %v -> %v: %v, want %v", tc.figure, tc.base, tc.new, got, tc.want)
+		}
+	}
+}
