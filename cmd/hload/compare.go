@@ -18,7 +18,7 @@ func (r *ruleFlags) String() string { return "" }
 func (r *ruleFlags) Set(text string) error {
 	rule, err := compare.ParseRule(text)
 	if err != nil {
-		return fmt.Errorf("%q: %w (see docs/compare.md for the rules)", text, err)
+		return fmt.Errorf("%w (see docs/compare.md for the rules)", err)
 	}
 	*r = append(*r, rule)
 	return nil
@@ -27,6 +27,10 @@ func (r *ruleFlags) Set(text string) error {
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: hload compare [--fail-if RULE]... BASE.json NEW.json")
+		fs.PrintDefaults()
+	}
 	var rules ruleFlags
 	fs.Var(&rules, "fail-if", `exit 99 when this rule breaks on a request, such as "latency p95 > +10%" (repeatable)`)
 	files, err := parseInterleaved(fs, args)

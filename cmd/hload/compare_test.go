@@ -198,8 +198,8 @@ func TestCompareUsage(t *testing.T) {
 		want string // in stderr
 	}{
 		{"same run", []string{"a.json", "a.json", "--fail-if", "latency p95 > +10%"}, 0, ""},
-		{"malformed rule", []string{"a.json", "a.json", "--fail-if", "latency p95 > 10%"}, 2, `invalid value "latency p95 > 10%" for flag -fail-if: "latency p95 > 10%": column 15: latency p95 is compared with a duration`},
-		{"unknown metric", []string{"--fail-if", "cpu > 1%", "a.json", "a.json"}, 2, `flag -fail-if: "cpu > 1%": column 1: expected a metric`},
+		{"malformed rule", []string{"a.json", "a.json", "--fail-if", "latency p95 > 10%"}, 2, `invalid value "latency p95 > 10%" for flag -fail-if: column 15: latency p95 is compared with a duration`},
+		{"unknown metric", []string{"--fail-if", "cpu > 1%", "a.json", "a.json"}, 2, `invalid value "cpu > 1%" for flag -fail-if: column 1: expected a metric`},
 		{"missing file", []string{"a.json", "nope.json"}, 2, "open nope.json: no such file or directory"},
 		{"not json", []string{"notes.json", "a.json"}, 2, "notes.json: not JSON"},
 		{"not a summary", []string{"a.json", "package.json"}, 2, "package.json: not a summary export"},
