@@ -233,7 +233,7 @@ func (p *ruleParser) metric(r *Rule) (string, error) {
 // the metric: a latency is a duration, the error rate a percentage, rps a
 // plain number, and any of them may change by a signed percentage.
 func (p *ruleParser) value(r *Rule, metric string, t token) error {
-	if t.kind != tokNumber || t.digits == "" || t.digits == "." {
+	if t.kind != tokNumber || !wellFormed(t.digits) {
 		return p.errorAt(t.pos, "expected a value after %q, such as +10%% (a change from the base run) or %s (the new run's own figure), found %s", r.Op, levelExample(r.Figure), describe(t))
 	}
 	n, err := strconv.ParseFloat(t.digits, 64)
@@ -280,6 +280,13 @@ func (p *ruleParser) value(r *Rule, metric string, t token) error {
 		r.Value = -r.Value
 	}
 	return nil
+}
+
+// wellFormed reports whether digits is digits [ "." digits ], as the
+// grammar has it: "2." and ".5" are not numbers a rule writes.
+func wellFormed(digits string) bool {
+	whole, frac, dot := strings.Cut(digits, ".")
+	return whole != "" && (!dot || frac != "")
 }
 
 // signed writes the number with a sign, "+" when it has none, for the

@@ -73,6 +73,8 @@ func TestParseRule(t *testing.T) {
 		{`latency p95 > +10% on "shop`, `a quoted name is not closed`},
 		{"latency p95 > 1.2.3ms", `column 15: latency p95 is compared with a duration such as 1.2ms`},
 		{"rps < 1.2.3", `column 10: expected "on SCENARIO/REQUEST" or the end of the rule after "1.2", found "."`},
+		{"rps < 2.", `column 7: expected a value after "<"`},
+		{"rps < +.5%", `column 7: expected a value after "<"`},
 		{"rps ≥ 5", `column 5: expected a comparison (>, >=, < or <=) after "rps", found "≥"`},
 	}
 	for _, tc := range bad {
