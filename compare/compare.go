@@ -133,6 +133,7 @@ const (
 	Neutral
 )
 
+// String is the verdict as the table marks it; "" for Neutral.
 func (v Verdict) String() string {
 	return [...]string{"same", "better", "worse", ""}[v]
 }

@@ -50,8 +50,7 @@ const (
 	Level
 )
 
-// metricFigures are the figures each metric word reaches, and whether it
-// names one with a second word.
+// latencyFigures are the words after "latency" and the figures they name.
 var latencyFigures = map[string]Figure{"mean": Mean, "p50": P50, "p90": P90, "p95": P95, "p99": P99, "max": Max}
 
 // ParseRule parses one rule. An error says at which column of the rule
