@@ -146,6 +146,7 @@ func newHandler(opts Options) (http.Handler, *journey) {
 	mux.HandleFunc("GET /products/{id}", s.productDetail)
 	mux.HandleFunc("POST /orders", s.createOrder)
 	mux.HandleFunc("GET /health", health)
+	mux.HandleFunc("GET /slow", slow)
 	mux.HandleFunc("POST /api/notification/send", n.send)
 	mux.HandleFunc("GET /api/notification/subscribe/{userId}", n.subscribe)
 	mux.HandleFunc("GET /api/notification/stats", n.stats)
