@@ -62,6 +62,7 @@ Usage:
   hload apply [flags] FILE...     run a test
   hload validate [flags] FILE...  check a test without running it (exit 0 or 2)
   hload plan [flags] FILE...      print each scenario's schedule before running
+  hload report RESULT.json -o OUT.html  render the HTML report of a summary export
   hload plugin list|describe      list protocols and plugins, or describe one as JSON
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
@@ -83,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdValidate(args[1:], stdout, stderr)
 	case "plan":
 		err = cmdPlan(args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "plugin":

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/demo"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// reportTest is a short run against the embedded demo shop: a closed
+// scenario with stages, an open one, SSE subscribers with their senders
+// (protocol metrics), a threshold, and the html sink.
+const reportTest = `
+variable "base_url" {}
+variable "peak" {
+  default = 2
+}
+target "shop" {
+  base_url = var.base_url
+}
+target "notifications" {
+  protocol = "sse"
+  base_url = var.base_url
+}
+scenario "browse" {
+  executor = "ramping-vus"
+  stages = [
+    { duration = "1s", target = var.peak },
+    { duration = "2s", target = var.peak },
+  ]
+  think_time = "20ms"
+  target     = "shop"
+  request "main" {
+    path = "/"
+  }
+  request "detail" {
+    path = "/products/${random_int(1, 2000)}"
+  }
+}
+scenario "list" {
+  executor          = "constant-arrival-rate"
+  rate              = 20
+  duration          = "3s"
+  pre_allocated_vus = 2
+  max_vus           = 5
+  target            = "shop"
+  request "list" {
+    path = "/products"
+  }
+}
+scenario "subscribers" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "3s"
+  target   = "notifications"
+  request "subscribe" {
+    path          = "/api/notification/subscribe/1"
+    delivery_key  = 1
+    id_field      = "id"
+    sent_at_field = "sentAt"
+    sent_at_unit  = "us"
+    miss_grace    = "500ms"
+  }
+}
+scenario "senders" {
+  executor   = "constant-vus"
+  vus        = 1
+  duration   = "3s"
+  think_time = "50ms"
+  target     = "shop"
+  request "send" {
+    method = "POST"
+    path   = "/api/notification/send"
+    let = {
+      id = "${vu.id}-${vu.iteration}"
+    }
+    json     = { userId = 1, message = "hi", id = let.id, sentAt = unix_micros() }
+    delivery = { key = 1, id = let.id }
+  }
+}
+threshold {
+  metric    = "errors"
+  condition = "rate < 50%"
+}
+sink "html" {
+  path = %q
+}
+`
+
+// TestReportInBrowser (issue 15, must show 1): a real run against the
+// embedded demo shop writes the report through sink "html", and `hload
+// report` renders one from the summary export. Each opens in headless
+// Chromium from file:// with the network off: every chart drew its lines,
+// the per-request table shows the summary JSON's numbers, the page asked
+// for nothing but itself, and a screenshot is kept.
+func TestReportInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3 s run and a browser: not in -short")
+	}
+	requireChromium(t)
+
+	// The demo shop, behind a counter of its own: hload's counts are
+	// checked against it.
+	shop := demo.NewHandler(demo.Options{Seed: 1})
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		shop.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	dir := t.TempDir()
+	sinkReport := filepath.Join(dir, "report.html")
+	export := filepath.Join(dir, "result.json")
+	file := writeFile(t, dir, "test.hcl", strings.Replace(reportTest, "%q", strconv.Quote(sinkReport), 1))
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"apply", "--quiet", "--summary-export", export, "--var", "base_url=" + srv.URL, "--var", "peak=3", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("apply exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	srv.CloseClientConnections()
+	var sum metrics.Summary
+	data, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatal(err)
+	}
+	var calls int64
+	for _, sc := range sum.Scenarios {
+		for _, r := range sc.Requests {
+			calls += r.Count
+		}
+	}
+	// Every call is one request to the server; a stream is one request.
+	if got := served.Load(); got != calls {
+		t.Fatalf("the server served %d requests, the summary counts %d calls", got, calls)
+	}
+	if sum.Series == nil || len(sum.Series.TimeS) < 3 {
+		t.Fatalf("the export has no series: %+v", sum.Series)
+	}
+	if sum.Variables["peak"] != "3" || len(sum.Files) != 1 {
+		t.Fatalf("the export's metadata: files %v, variables %v", sum.Files, sum.Variables)
+	}
+
+	rendered := filepath.Join(dir, "rendered.html")
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"report", export, "-o", rendered}, &stdout, &stderr); code != 0 {
+		t.Fatalf("report exit %d: %s", code, stderr.String())
+	}
+
+	browser := newBrowser(t)
+	for name, path := range map[string]string{"sink": sinkReport, "command": rendered} {
+		t.Run(name, func(t *testing.T) {
+			page := openReport(t, browser, path)
+			checkCharts(t, page, &sum)
+			checkTable(t, page, &sum)
+			if !strings.Contains(page.Metadata, "peak = 3") || !strings.Contains(page.Metadata, file) || !strings.Contains(page.Metadata, sum.RunID) {
+				t.Errorf("the metadata table misses the variables, the file or the run id:\n%s", page.Metadata)
+			}
+			saveArtifact(t, "report-"+name+".png", page.Screenshot)
+		})
+	}
+}
+
+// requireChromium skips only a test run alone, without scripts/test.sh,
+// on a machine without chromium; under scripts/test.sh (which installs it
+// and sets HLOAD_REQUIRE_SERVICES) a missing chromium fails.
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err == nil {
+		return
+	}
+	if os.Getenv("HLOAD_REQUIRE_SERVICES") != "" {
+		t.Fatalf("%s is missing; scripts/chromium.sh installs it", chromiumPath)
+	}
+	t.Skipf("%s is missing and HLOAD_REQUIRE_SERVICES is unset (run alone, outside scripts/test.sh): run scripts/chromium.sh to install it", chromiumPath)
+}
+
+// newBrowser starts headless Chromium with a new empty profile, and with
+// every background fetch of its own turned off.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	profile, err := os.MkdirTemp("", "hload-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(profile) })
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.WindowSize(1280, 1000),
+		chromedp.UserDataDir(profile),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// The first Run starts the browser; it lives as long as ctx.
+	if err := chromedp.Do(ctx); err != nil {
+		if _, statErr := os.Stat(chromiumPath); statErr == nil {
+			out, _ := exec.Command(chromiumPath, "--version").CombinedOutput()
+			t.Logf("chromium --version: %s", out)
+		}
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// reportPage is what the browser read of a report.
+type reportPage struct {
+	Charts []struct {
+		Title    string `json:"title"`
+		Coloured int    `json:"coloured"`
+		Width    int    `json:"width"`
+		Height   int    `json:"height"`
+	} `json:"charts"`
+	Rows []struct {
+		Scenario string            `json:"scenario"`
+		Request  string            `json:"request"`
+		Cells    map[string]string `json:"cells"`
+	} `json:"rows"`
+	Metadata   string `json:"metadata"`
+	Screenshot []byte `json:"-"`
+}
+
+// readPage counts each chart's coloured pixels (the lines; axes, grid
+// and stage marks are grey) and reads the request tables.
+const readPage = `(() => {
+  const out = {charts: [], rows: [], metadata: document.getElementById("metadata").innerText};
+  document.querySelectorAll("div.chart").forEach(d => {
+    const c = d.querySelector("canvas");
+    const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let coloured = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      const r = px[i], g = px[i+1], b = px[i+2];
+      if (px[i+3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) coloured++;
+    }
+    out.charts.push({title: d.dataset.title, coloured: coloured, width: c.width, height: c.height});
+  });
+  document.querySelectorAll("table.requests").forEach(t => t.querySelectorAll("tr[data-request]").forEach(tr => {
+    const row = {scenario: t.dataset.scenario, request: tr.dataset.request, cells: {}};
+    tr.querySelectorAll("td[data-field]").forEach(td => { row.cells[td.dataset.field] = td.textContent; });
+    out.rows.push(row);
+  }));
+  return out;
+})()`
+
+// openReport opens path from file:// with the network off, and fails if
+// the page asks for anything but itself.
+func openReport(t *testing.T, browser context.Context, path string) *reportPage {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelTimeout()
+
+	var mu sync.Mutex
+	var fetched []string
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			fetched = append(fetched, e.Request.URL)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	offline := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
+			MatchedNetworkConditions: []*network.Conditions{{Offline: true, DownloadThroughput: -1, UploadThroughput: -1}},
+		})
+		return err
+	})
+	if err := chromedp.Do(ctx, offline, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.getAttribute("data-charts") !== null`)); err != nil {
+		t.Fatalf("the charts' script did not finish: %v", err)
+	}
+	// One animation frame, so that uPlot's batched drawing is done.
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[reportPage](
+		`new Promise(r => requestAnimationFrame(() => r(`+readPage+`)))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Screenshot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, u := range fetched {
+		if !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
+			t.Errorf("the report asked for %s: it must need no network", u)
+		}
+	}
+	return &page
+}
+
+// checkCharts wants three charts per scenario (requests and errors,
+// latency, load), one per protocol metric and one for the gauges, each
+// with its lines drawn.
+func checkCharts(t *testing.T, page *reportPage, sum *metrics.Summary) {
+	t.Helper()
+	metricNames := map[string]bool{}
+	for _, sc := range sum.Series.Scenarios {
+		for _, r := range sc.Requests {
+			for _, m := range r.Metrics {
+				metricNames[m.Name] = true
+			}
+		}
+	}
+	if !metricNames["sse_delivery_latency"] {
+		t.Errorf("the series have no sse_delivery_latency: the SSE panel is not shown")
+	}
+	want := 3*len(sum.Series.Scenarios) + len(metricNames)
+	if len(sum.Series.Gauges) > 0 {
+		want++
+	}
+	if len(page.Charts) != want {
+		t.Errorf("the page has %d charts, want %d", len(page.Charts), want)
+	}
+	for _, c := range page.Charts {
+		t.Logf("chart %q: %dx%d, %d coloured pixels", c.Title, c.Width, c.Height, c.Coloured)
+		// A line across the plot is thousands of pixels, a lone value's
+		// dot about 80; an empty plot has none (its axes, grid and legend
+		// are grey or outside the canvas).
+		if c.Coloured < 40 {
+			t.Errorf("chart %q is blank: %d coloured pixels", c.Title, c.Coloured)
+		}
+	}
+}
+
+// checkTable wants one row per request of the summary, each showing its
+// figures: counts and latencies exactly (the JSON has microsecond
+// resolution, the table three decimals of a millisecond), rates and
+// error shares at the shown precision.
+func checkTable(t *testing.T, page *reportPage, sum *metrics.Summary) {
+	t.Helper()
+	requests := 0
+	for _, sc := range sum.Scenarios {
+		requests += len(sc.Requests)
+	}
+	if len(page.Rows) != requests || requests == 0 {
+		t.Fatalf("the tables have %d rows, the summary %d requests", len(page.Rows), requests)
+	}
+	for _, row := range page.Rows {
+		r := sum.Scenarios[row.Scenario].Requests[row.Request]
+		if r == nil {
+			t.Errorf("row %s/%s is in no scenario of the summary", row.Scenario, row.Request)
+			continue
+		}
+		l := r.Latency
+		want := map[string][2]float64{ // value, tolerance
+			"count": {float64(r.Count), 0}, "rps": {r.RPS, 0.05}, "error_rate": {100 * r.ErrorRate, 0.005},
+			"mean": {l.Mean, 0.0005}, "stdev": {l.Stdev, 0.0005}, "min": {l.Min, 0}, "p50": {l.P50, 0},
+			"p90": {l.P90, 0}, "p95": {l.P95, 0}, "p99": {l.P99, 0}, "max": {l.Max, 0},
+		}
+		for field, w := range want {
+			got, err := strconv.ParseFloat(row.Cells[field], 64)
+			if err != nil || math.Abs(got-w[0]) > w[1]+1e-9 {
+				t.Errorf("%s/%s %s: the table shows %q, the JSON has %v", row.Scenario, row.Request, field, row.Cells[field], w[0])
+			}
+		}
+	}
+}
+
+// saveArtifact writes a test artifact into $HLOAD_ARTIFACTS, or else into
+// the test's temporary folder.
+func saveArtifact(t *testing.T, name string, data []byte) {
+	t.Helper()
+	dir := os.Getenv("HLOAD_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(data))
+}
