@@ -1,9 +1,11 @@
 // Package series collects a run's figures interval by interval for the
 // HTML report and the summary export (metrics.IntervalSeries). It is a
 // core.Sink fed the interval snapshots. Its memory is bounded: when it
-// holds MaxPoints points it merges them pairwise, so a long run ends with
-// between MaxPoints/2 and MaxPoints points per series, each holding a
-// power of two of intervals. Intervals are merged, never dropped.
+// holds MaxPoints points it merges them pairwise, and from then on each
+// new point gathers twice as many intervals, so a long run ends with
+// between MaxPoints/2 and MaxPoints points per series, each holding the
+// same power of two of intervals (the last one may hold fewer).
+// Intervals are merged, never dropped.
 package series
 
 import (
@@ -100,6 +102,7 @@ type Collector struct {
 	merged    int
 	times     []float64 // end of each point, seconds since the start
 	durations []float64 // length of each point, seconds
+	intervals []int     // intervals each point holds, up to merged
 	scenarios map[string]*scenarioCols
 	order     []string // scenarios in the order RunInfo gives them
 	gauges    map[string]*column
@@ -183,6 +186,7 @@ func (c *Collector) Write(s metrics.Snapshot) error {
 	// sets what it has.
 	c.times = append(c.times, end)
 	c.durations = append(c.durations, length)
+	c.intervals = append(c.intervals, 1)
 	for _, col := range c.columns() {
 		fill := 0.0
 		if col.kind == mergeWorst {
@@ -253,10 +257,28 @@ func (c *Collector) Write(s metrics.Snapshot) error {
 			c.events = append(c.events, metrics.SeriesEvent{TimeS: end, Text: w})
 		}
 	}
+	if n := len(c.times); n >= 2 && c.intervals[n-2] < c.merged {
+		// Since the last merge a point holds c.merged intervals: this
+		// one joins the point that is not full yet.
+		c.mergeLast()
+	}
 	if len(c.times) >= c.max {
 		c.mergePairs()
 	}
 	return nil
+}
+
+// mergeLast merges the last point into the one before it.
+func (c *Collector) mergeLast() {
+	n := len(c.times)
+	for _, col := range c.columns() {
+		col.vals[n-2] = mergeValues(col.kind, col.vals[n-2], col.vals[n-1], c.durations[n-2], c.durations[n-1])
+		col.vals = col.vals[:n-1]
+	}
+	c.times[n-2] = c.times[n-1]
+	c.durations[n-2] += c.durations[n-1]
+	c.intervals[n-2] += c.intervals[n-1]
+	c.times, c.durations, c.intervals = c.times[:n-1], c.durations[:n-1], c.intervals[:n-1]
 }
 
 // columns returns every column the collector holds.
@@ -287,13 +309,14 @@ func (c *Collector) mergePairs() {
 	for i := range n {
 		c.times[i] = c.times[2*i+1]
 		c.durations[i] = c.durations[2*i] + c.durations[2*i+1]
+		c.intervals[i] = c.intervals[2*i] + c.intervals[2*i+1]
 	}
 	if len(c.times)%2 == 1 {
-		c.times[n] = c.times[len(c.times)-1]
-		c.durations[n] = c.durations[len(c.durations)-1]
+		last := len(c.times) - 1
+		c.times[n], c.durations[n], c.intervals[n] = c.times[last], c.durations[last], c.intervals[last]
 		n++
 	}
-	c.times, c.durations = c.times[:n], c.durations[:n]
+	c.times, c.durations, c.intervals = c.times[:n], c.durations[:n], c.intervals[:n]
 	c.merged *= 2
 }
 
