@@ -411,3 +411,51 @@ func saveArtifact(t *testing.T, name string, data []byte) {
 	}
 	t.Logf("screenshot: %s (%d bytes)", path, len(data))
 }
+
+// TestHTMLSinkMistakes: a sink "html" block with a bad attribute, an empty
+// path or no path is refused by validate, exit 2, naming the file and
+// line; and `hload report` refuses what is not a summary export.
+func TestHTMLSinkMistakes(t *testing.T) {
+	cases := []struct{ name, body, want, at string }{
+		{"unknown attribute", "path = \"r.html\"\n  colour = \"red\"", `An argument named "colour" is not expected here`, "test.hcl:15:3"},
+		{"empty path", `path = ""`, `"path" must not be empty`, "test.hcl:13,1-12"},
+		{"no path", `x = 1`, `The argument "path" is required`, "test.hcl:13:13"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := writeFile(t, dir, "test.hcl", `target "shop" {
+  base_url = "http://127.0.0.1:1"
+}
+scenario "s" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1s"
+  target   = "shop"
+  request "r" {
+    path = "/"
+  }
+}
+sink "html" {
+  `+c.body+`
+}
+`)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"validate", "--no-color", file}, &stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), c.want) || !strings.Contains(stderr.String(), c.at) {
+				t.Fatalf("exit %d, want 2 with %q at %s; stderr:\n%s", code, c.want, c.at, stderr.String())
+			}
+		})
+	}
+	t.Run("report of what is not an export", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, content := range []string{"not json", `{"hello": 1}`} {
+			in := writeFile(t, dir, "in.json", content)
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"report", in, "-o", filepath.Join(dir, "out.html")}, &stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), in+": not a summary export") {
+				t.Fatalf("%q: exit %d, want 2 naming the file; stderr: %s", content, code, stderr.String())
+			}
+		}
+	})
+}
