@@ -15,6 +15,7 @@ import (
 
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/sinks/html/browsertest"
 	"github.com/hload/hload/sinks/series"
 )
 
@@ -58,7 +59,7 @@ func hourRun(t testing.TB) *metrics.Summary {
 			snap.Iterations[name] = 100
 			for r := range perScenario {
 				f := metrics.SeriesFigures{Scenario: name, Request: fmt.Sprintf("request%02d", r), RequestFigures: metrics.RequestFigures{
-					Count: 10, Errors: int64(i % 2), RPS: 10, Latency: metrics.LatencyFigures{
+					Count: int64(10 + r), Errors: int64(i % 2), RPS: float64(10 + r), Latency: metrics.LatencyFigures{
 						P50: 10 + float64(i%97)/7, P95: 20 + float64(i%89)/3, P99: 30 + float64(i%83)}}}
 				if s == 0 {
 					f.Metrics = map[string]metrics.MetricFigures{
@@ -159,4 +160,51 @@ func TestSinkWritesTheReport(t *testing.T) {
 	if _, err := New(cty.ObjectVal(map[string]cty.Value{"path": cty.StringVal("")}), nil); err == nil || !strings.Contains(err.Error(), "must not be empty") {
 		t.Fatalf("an empty path: %v", err)
 	}
+}
+
+// TestHourRunReportInBrowser: the 1-hour report opens in headless
+// Chromium from file://, offline, and draws every chart. The time from
+// the navigation to the charts drawn is logged beside the time to render
+// the file in Go; no absolute time is asserted.
+func TestHourRunReportInBrowser(t *testing.T) {
+	browsertest.RequireChromium(t)
+	sum := hourRun(t)
+	var out bytes.Buffer
+	began := time.Now()
+	if err := Render(&out, sum); err != nil {
+		t.Fatal(err)
+	}
+	render := time.Since(began)
+	path := filepath.Join(t.TempDir(), "hour.html")
+	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	browser := browsertest.NewBrowser(t)
+	// A reference from the same run and browser: a report with no series,
+	// tables only.
+	empty := filepath.Join(t.TempDir(), "empty.html")
+	var small bytes.Buffer
+	if err := Render(&small, &metrics.Summary{RunID: "empty"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, small.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reference := browsertest.Open(t, browser, empty).Drawn
+	page := browsertest.Open(t, browser, path)
+	// Three charts per scenario, one per protocol metric, one of gauges.
+	if want := 3*5 + 2 + 1; len(page.Charts) != want {
+		t.Fatalf("%d charts, want %d", len(page.Charts), want)
+	}
+	for _, c := range page.Charts {
+		if c.Coloured < 40 {
+			t.Errorf("chart %q is blank: %d coloured pixels", c.Title, c.Coloured)
+		}
+	}
+	if len(page.Rows) != 50 {
+		t.Errorf("%d request rows, want 50", len(page.Rows))
+	}
+	t.Logf("report %d bytes: rendered in Go in %v; Chromium opened it and drew its %d charts in %v (a report without charts: %v)",
+		out.Len(), render, len(page.Charts), page.Drawn, reference)
+	browsertest.SaveArtifact(t, "report-hour.png", page.Screenshot)
 }
