@@ -71,13 +71,22 @@ func hourRun(t testing.TB) *metrics.Summary {
 			}
 		}
 		snap.Gauges = map[string]int64{"sse_open_streams": int64(i % 10)}
+		if i == 1800 {
+			snap.Warnings = []string{saturatedWarning}
+		}
 		if err := sink.Write(snap); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sum.Series = sink.collector.Series()
+	sum.Generator = &metrics.GeneratorFigures{Saturated: true, Reason: "used 97% of its 2 cores in 12 of 3600 intervals",
+		CPUCoresAvailable: 2, Intervals: 3600, SaturatedIntervals: 12}
 	return sum
 }
+
+// saturatedWarning is the generator self-check's live warning, as core
+// says it.
+const saturatedWarning = "hload is saturated: used 97% of its 2 cores; from here the figures measure hload as much as the server"
 
 // TestHourRunReport (issue 15, must show 4): the report of a 1-hour run
 // with 50 requests, rendered from its summary export as `hload report`
@@ -200,6 +209,13 @@ func TestHourRunReportInBrowser(t *testing.T) {
 		if c.Coloured < 40 {
 			t.Errorf("chart %q is blank: %d coloured pixels", c.Title, c.Coloured)
 		}
+		// The self-check fired at 1,800 s: a red line across the plot.
+		if c.GeneratorMark < c.Height/2 {
+			t.Errorf("chart %q has %d pixels of the generator's mark, want a line across it", c.Title, c.GeneratorMark)
+		}
+	}
+	if !strings.Contains(page.Generator, "hload was saturated: used 97% of its 2 cores") {
+		t.Errorf("the generator self-check is not shown: %q", page.Generator)
 	}
 	if len(page.Rows) != 50 {
 		t.Errorf("%d request rows, want 50", len(page.Rows))

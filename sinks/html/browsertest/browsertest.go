@@ -77,15 +77,20 @@ type Page struct {
 	Charts []struct {
 		Title    string `json:"title"`
 		Coloured int    `json:"coloured"`
-		Width    int    `json:"width"`
-		Height   int    `json:"height"`
+		// GeneratorMark counts the pixels of the red (#d00) mark drawn
+		// where hload said it was saturated.
+		GeneratorMark int `json:"generator_mark"`
+		Width         int `json:"width"`
+		Height        int `json:"height"`
 	} `json:"charts"`
 	Rows []struct {
 		Scenario string            `json:"scenario"`
 		Request  string            `json:"request"`
 		Cells    map[string]string `json:"cells"`
 	} `json:"rows"`
-	Metadata   string `json:"metadata"`
+	Metadata string `json:"metadata"`
+	// Generator is the text of the generator self-check's section, or "".
+	Generator  string `json:"generator"`
 	Screenshot []byte `json:"-"`
 	// Drawn is the time from the navigation to the charts drawn.
 	Drawn time.Duration `json:"-"`
@@ -94,16 +99,18 @@ type Page struct {
 // readPage counts each chart's coloured pixels (the lines; axes, grid
 // and stage marks are grey) and reads the request tables.
 const readPage = `(() => {
-  const out = {charts: [], rows: [], metadata: document.getElementById("metadata").innerText};
+  const out = {charts: [], rows: [], metadata: document.getElementById("metadata").innerText,
+    generator: (document.getElementById("generator") || {innerText: ""}).innerText};
   document.querySelectorAll("div.chart").forEach(d => {
     const c = d.querySelector("canvas");
     const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-    let coloured = 0;
+    let coloured = 0, mark = 0;
     for (let i = 0; i < px.length; i += 4) {
       const r = px[i], g = px[i+1], b = px[i+2];
       if (px[i+3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) coloured++;
+      if (r === 221 && g === 0 && b === 0 && px[i+3] === 255) mark++;
     }
-    out.charts.push({title: d.dataset.title, coloured: coloured, width: c.width, height: c.height});
+    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, width: c.width, height: c.height});
   });
   document.querySelectorAll("table.requests").forEach(t => t.querySelectorAll("tr[data-request]").forEach(tr => {
     const row = {scenario: t.dataset.scenario, request: tr.dataset.request, cells: {}};
