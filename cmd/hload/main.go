@@ -62,7 +62,7 @@ Usage:
   hload apply [flags] FILE...     run a test
   hload validate [flags] FILE...  check a test without running it (exit 0 or 2)
   hload plan [flags] FILE...      print each scenario's schedule before running
-  hload report RESULT.json -o OUT.html  render the HTML report of a summary export
+  hload report RESULT.json        render the HTML report of a summary export (-o FILE)
   hload plugin list|describe      list protocols and plugins, or describe one as JSON
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
