@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -169,7 +168,7 @@ func waitUntil(ctx context.Context, stop <-chan struct{}, t time.Time) error {
 }
 
 func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := series.IndentJSON(v)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 package series
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -110,5 +112,40 @@ func TestPlannedAndStages(t *testing.T) {
 	}
 	if s.IterationsPerS[3] != 1 || s.VUs[3] != 3 {
 		t.Errorf("achieved %v iterations/s with %v VUs, want 1 and 3", s.IterationsPerS[3], s.VUs[3])
+	}
+}
+
+// TestIndentJSON: the export keeps its indentation but puts each series
+// on one line, and reads back the same.
+func TestIndentJSON(t *testing.T) {
+	c := New(nil)
+	feed(t, c, 3600, func(int) int64 { return 7 }, func(int) float64 { return 2.5 })
+	sum := metrics.Summary{RunID: "x", Series: c.Series(), Warnings: []string{"a, [1, 2]", "[\n  1,\n  2\n]"}}
+	compact, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indented, err := IndentJSON(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(indented, []byte("\n  \"run_id\": \"x\",\n")) || !bytes.Contains(indented, []byte(`"latency_p99_ms": [null,null,`)) {
+		t.Fatalf("not indented with one-line series:\n%.600s", indented)
+	}
+	if len(indented) > len(compact)+len(compact)/4 {
+		t.Errorf("indented %d bytes, compact %d: the series are not on one line each", len(indented), len(compact))
+	}
+	var back metrics.Summary
+	if err := json.Unmarshal(indented, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if !bytes.Equal(again, compact) {
+		for i := range min(len(again), len(compact)) {
+			if again[i] != compact[i] {
+				t.Errorf("the indented export does not read back the same: at %d, %.80s != %.80s", i, again[i:], compact[i:])
+				break
+			}
+		}
 	}
 }
