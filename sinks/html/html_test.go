@@ -20,7 +20,7 @@ import (
 )
 
 // hourRun synthesises the summary of a 1-hour run with 50 requests (five
-// scenarios of ten, one of them SSE with protocol metrics), its series
+// scenarios of ten, one with SSE metrics and one with AMQP metrics), its series
 // collected by the sink's own collector from 3,600 one-second snapshots.
 func hourRun(t testing.TB) *metrics.Summary {
 	const scenarios, perScenario, seconds = 5, 10, 3600
@@ -61,10 +61,16 @@ func hourRun(t testing.TB) *metrics.Summary {
 				f := metrics.SeriesFigures{Scenario: name, Request: fmt.Sprintf("request%02d", r), RequestFigures: metrics.RequestFigures{
 					Count: int64(10 + r), Errors: int64(i % 2), RPS: float64(10 + r), Latency: metrics.LatencyFigures{
 						P50: 10 + float64(i%97)/7, P95: 20 + float64(i%89)/3, P99: 30 + float64(i%83)}}}
-				if s == 0 {
+				switch s {
+				case 0:
 					f.Metrics = map[string]metrics.MetricFigures{
 						"sse_delivery_latency": {Count: 10, LatencyFigures: metrics.LatencyFigures{P50: 1.5, P95: 2.25, P99: 3.125, Max: 4}},
 						"sse_events_missed":    {Count: int64(i % 3)},
+					}
+				case 1:
+					f.Metrics = map[string]metrics.MetricFigures{
+						"amqp_confirmed": {Count: 10, LatencyFigures: metrics.LatencyFigures{P50: 0.5, P95: 0.75, P99: 1, Max: 2}},
+						"amqp_consumed":  {Count: 10, LatencyFigures: metrics.LatencyFigures{P50: 2, P95: 3, P99: 4 + float64(i%5), Max: 9}},
 					}
 				}
 				snap.Series = append(snap.Series, f)
@@ -201,8 +207,9 @@ func TestHourRunReportInBrowser(t *testing.T) {
 	}
 	reference := browsertest.Open(t, browser, empty).Drawn
 	page := browsertest.Open(t, browser, path)
-	// Three charts per scenario, one per protocol metric, one of gauges.
-	if want := 3*5 + 2 + 1; len(page.Charts) != want {
+	// Three charts per scenario, one per protocol metric (SSE's two,
+	// AMQP's two), one of gauges.
+	if want := 3*5 + 4 + 1; len(page.Charts) != want {
 		t.Fatalf("%d charts, want %d", len(page.Charts), want)
 	}
 	for _, c := range page.Charts {
