@@ -96,9 +96,7 @@ func (r *run) drain() {
 type snapshotState struct {
 	last          time.Time // end of the last snapshot
 	droppedBefore map[string]int64
-	// iterationsBefore are the iterations each scenario ended before.
-	iterationsBefore map[string]int64
-	gaugesMax        map[string]int64
+	gaugesMax     map[string]int64
 	// previous is the last snapshot's start and counts, for the rate of
 	// a short final interval.
 	previous struct {
@@ -120,6 +118,9 @@ type snapshotState struct {
 	// once it has one, for warnings to say.
 	generator *generatorWatch
 	saturated string
+
+	// iterationsBefore are the iterations each scenario ended before.
+	iterationsBefore map[string]int64
 }
 
 type seriesName struct{ scenario, request string }
