@@ -74,11 +74,11 @@
     }, data, div));
   }
 
-  s.scenarios.forEach(function (sc) {
+  (s.scenarios || []).forEach(function (sc) {
     var parent = document.querySelector('.charts[data-scenario="' + CSS.escape(sc.name) + '"]');
     if (!parent) return;
     var rates = [], lat = [];
-    sc.requests.forEach(function (r, i) {
+    (sc.requests || []).forEach(function (r, i) {
       var c = palette[i % palette.length];
       rates.push({ label: r.name + " requests/s", values: r.rps, colour: c });
       rates.push({ label: r.name + " errors/s", values: r.errors_per_s, colour: c, dash: [4, 3] });
@@ -107,8 +107,8 @@
   var proto = document.getElementById("protocol-charts");
   if (proto) {
     var byMetric = {};
-    s.scenarios.forEach(function (sc) {
-      sc.requests.forEach(function (r) {
+    (s.scenarios || []).forEach(function (sc) {
+      (sc.requests || []).forEach(function (r) {
         (r.metrics || []).forEach(function (m) {
           (byMetric[m.name] = byMetric[m.name] || []).push({ who: sc.name + "/" + r.name, m: m });
         });
