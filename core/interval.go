@@ -118,6 +118,9 @@ type snapshotState struct {
 	// once it has one, for warnings to say.
 	generator *generatorWatch
 	saturated string
+
+	// iterationsBefore are the iterations each scenario ended before.
+	iterationsBefore map[string]int64
 }
 
 type seriesName struct{ scenario, request string }
@@ -125,6 +128,7 @@ type seriesName struct{ scenario, request string }
 func (s *snapshotState) start(r *run) {
 	s.last = r.info.Started
 	s.droppedBefore = make(map[string]int64, len(r.scenarios))
+	s.iterationsBefore = make(map[string]int64, len(r.scenarios))
 	s.gaugesMax = map[string]int64{}
 	s.calls = map[seriesName]int64{}
 	s.failed = map[seriesName]int64{}
@@ -151,6 +155,8 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 		VUs:     make(map[string]int, len(r.scenarios)),
 		Dropped: make(map[string]int64, len(r.scenarios)),
 		Gauges:  readGauges(r.gaugers),
+		// Iterations ended, for the achieved rate of the HTML report.
+		Iterations: make(map[string]int64, len(r.scenarios)),
 	}
 	s.last = to
 	if final && to.Sub(from) < r.interval && !s.previous.start.IsZero() {
@@ -163,6 +169,9 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 		snap.Dropped[sc.name] = dropped - s.droppedBefore[sc.name]
 		s.droppedBefore[sc.name] = dropped
 		addCapacityProgress(&snap, sc)
+		iterations := sc.iterations.Load()
+		snap.Iterations[sc.name] = iterations - s.iterationsBefore[sc.name]
+		s.iterationsBefore[sc.name] = iterations
 	}
 	for name, v := range snap.Gauges {
 		s.gaugesMax[name] = max(s.gaugesMax[name], v)

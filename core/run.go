@@ -30,6 +30,8 @@ type Options struct {
 	Segment Segment
 	Version string
 	Files   []string
+	// Variables are the values given with --var, for the record.
+	Variables map[string]string
 	// Stop, when closed, stops the run gracefully, as at its planned end:
 	// no new iterations, in-flight calls get the graceful stop. The CLI
 	// closes it on the first SIGINT. Cancelling Run's ctx instead cancels
@@ -126,7 +128,7 @@ func openRun(ctx context.Context, test *config.Test, opts Options) (*run, error)
 		ctx:      ctx,
 		state:    &runState{rawSinks: rawSinks(opts.Sinks)},
 		agg:      metrics.NewAggregator(),
-		info:     metrics.RunInfo{RunID: uuid.NewString(), Version: opts.Version, Files: opts.Files},
+		info:     metrics.RunInfo{RunID: uuid.NewString(), Version: opts.Version, Files: opts.Files, Variables: opts.Variables},
 	}
 	if r.interval <= 0 {
 		r.interval = time.Second

@@ -65,6 +65,8 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 		Ended:        end,
 		DurationS:    elapsed.Seconds(),
 		Scenarios:    map[string]*metrics.ScenarioSummary{},
+		Files:        info.Files,
+		Variables:    info.Variables,
 	}
 	requests := agg.Requests(elapsed)
 	flows := agg.Flows(elapsed)

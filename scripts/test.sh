@@ -53,6 +53,7 @@ stop_services() {
 }
 trap stop_services EXIT
 trap 'exit 130' INT TERM
+scripts/chromium.sh # installs Debian's chromium when missing, for the HTML report's browser test
 scripts/rabbitmq.sh start >"$services/rabbitmq.env" &
 rabbitmq=$!
 scripts/influxd.sh start >"$services/influxd.env" &

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +17,9 @@ import (
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/sinks/console"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/html"
 	"github.com/hload/hload/sinks/influxdb"
+	"github.com/hload/hload/sinks/series"
 )
 
 func cmdApply(args []string, stdout, stderr io.Writer) error {
@@ -95,6 +96,9 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	sinks = append(sinks, configured...)
+	// The export carries the per-interval series, for `hload report`.
+	collector := series.New(core.Plan(test, seg))
+	sinks = append(sinks, collector)
 
 	if !startTime.IsZero() {
 		if err := waitUntil(ctx, stop, startTime); err != nil {
@@ -107,10 +111,12 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		Segment:   seg,
 		Version:   version,
 		Files:     files,
+		Variables: common.vars,
 		Stop:      stop,
 		Isolated:  plugins.isolated,
 	})
 	if sum != nil && summaryExport != "" {
+		sum.Series = collector.Series()
 		if err := writeJSON(summaryExport, sum); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("--summary-export: %w", err))
 		}
@@ -165,7 +171,7 @@ func waitUntil(ctx context.Context, stop <-chan struct{}, t time.Time) error {
 }
 
 func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := series.IndentJSON(v)
 	if err != nil {
 		return err
 	}
@@ -186,6 +192,8 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 		switch s.Type {
 		case "csv":
 			sk, err = csv.New(s.Config, "")
+		case "html":
+			sk, err = html.New(s.Config, core.Plan(test, seg))
 		case "influxdb":
 			segTag := ""
 			if seg.Count > 1 {

@@ -17,6 +17,7 @@ import (
 	hloadhttp "github.com/hload/hload/protocols/http"
 	hloadsse "github.com/hload/hload/protocols/sse"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/html"
 	"github.com/hload/hload/sinks/influxdb"
 )
 
@@ -69,7 +70,7 @@ func registry() *protocols.Registry {
 }
 
 func sinkSpecs() map[string]hcldec.ObjectSpec {
-	return map[string]hcldec.ObjectSpec{"csv": csv.Spec(), "influxdb": influxdb.Spec()}
+	return map[string]hcldec.ObjectSpec{"csv": csv.Spec(), "influxdb": influxdb.Spec(), "html": html.Spec()}
 }
 
 // loadOption changes how loadTest loads, for one command.

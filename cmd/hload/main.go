@@ -63,6 +63,7 @@ Usage:
   hload validate [flags] FILE...  check a test without running it (exit 0 or 2)
   hload plan [flags] FILE...      print each scenario's schedule before running
   hload compare [flags] BASE NEW  compare two runs' summary exports (--fail-if RULE)
+  hload report RESULT.json        render the HTML report of a summary export (-o FILE)
   hload plugin list|describe      list protocols and plugins, or describe one as JSON
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
@@ -86,6 +87,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPlan(args[1:], stdout, stderr)
 	case "compare":
 		err = cmdCompare(args[1:], stdout, stderr)
+	case "report":
+		err = cmdReport(args[1:], stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "plugin":

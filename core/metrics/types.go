@@ -22,6 +22,7 @@ type RunInfo struct {
 	RunID     string
 	Version   string
 	Files     []string
+	Variables map[string]string // the values given with --var
 	Started   time.Time
 	Scenarios []ScenarioInfo
 }
@@ -139,6 +140,9 @@ type Snapshot struct {
 	Flows   []FlowSeriesFigures
 	VUs     map[string]int   // active VUs per scenario at End
 	Dropped map[string]int64 // dropped iterations per scenario in this interval
+	// Iterations are the iterations that ended per scenario in this
+	// interval.
+	Iterations map[string]int64
 	// Gauges are the levels the protocols hold at End, such as
 	// sse_open_streams, by name; nil when no client reports any.
 	Gauges map[string]int64
@@ -183,6 +187,13 @@ type Summary struct {
 	// Generator is what hload saw of its own use of the CPU during the
 	// run, and whether it was the bottleneck; present in every run.
 	Generator *GeneratorFigures `json:"generator,omitempty"`
+	// Files are the test files, as given; Variables the values given
+	// with --var.
+	Files     []string          `json:"files,omitempty"`
+	Variables map[string]string `json:"variables,omitempty"`
+	// Series are the run's figures interval by interval, for the HTML
+	// report; written by --summary-export and the html sink.
+	Series *IntervalSeries `json:"series,omitempty"`
 }
 
 // GeneratorFigures are hload's own CPU use over a run, measured once per
