@@ -54,6 +54,9 @@ stop_services() {
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 scripts/chromium.sh # installs Debian's chromium when missing, for the HTML report's browser test
+# The browser tests keep their screenshots here, to look at after a run.
+export HLOAD_ARTIFACTS="${HLOAD_ARTIFACTS:-$PWD/test-artifacts}"
+mkdir -p "$HLOAD_ARTIFACTS"
 scripts/rabbitmq.sh start >"$services/rabbitmq.env" &
 rabbitmq=$!
 scripts/influxd.sh start >"$services/influxd.env" &
