@@ -123,6 +123,11 @@ type shop struct {
 //	GET  /api/notification/stats               what the service delivered and failed, per user
 //	PUT  /api/notification/delivery            "sequential" or "pool"
 //
+// and two pages for trying hload's comparisons and capacity search:
+//
+//	GET  /slow?delay=D  "ok" after sleeping D (0 to 2s), a page slowed on purpose
+//	GET  /capacity      4 workers of 20 ms, a bounded queue, 503 beyond it: 200 requests/s at most
+//
 // An invalid Options.NotificationDelivery is treated as the default; the
 // callers validate it (see ValidDelivery).
 func NewHandler(opts Options) http.Handler {

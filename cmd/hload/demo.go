@@ -34,7 +34,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		"  notifications, %s delivery: POST /api/notification/send, GET /api/notification/subscribe/{userId} (SSE),\n"+
 		"  GET /api/notification/stats, PUT /api/notification/delivery;\n"+
 		"  journeys, with a bearer token: POST /api/login, GET /api/products, GET /api/products/{id}, POST /api/orders,\n"+
-		"  GET /api/journey/stats); Ctrl-C stops it\n", srv.URL(), *delivery)
+		"  GET /api/journey/stats; a slowed page, GET /slow?delay=D; a page of 200 requests/s at most, GET /capacity);\n"+
+		"  Ctrl-C stops it\n", srv.URL(), *delivery)
 	<-ctx.Done()
 	return nil
 }
