@@ -116,7 +116,8 @@ func childCPU(t *testing.T, pid int) time.Duration {
 
 // TestSelfMeterReadsSteal: the machine's CPU time that the meter reads
 // from /proc/stat grows with the wall clock, once per online CPU (counted
-// here from /sys), and its steal never shrinks nor exceeds it.
+// here from /sys), steal aside, and its steal never shrinks nor exceeds
+// it.
 func TestSelfMeterReadsSteal(t *testing.T) {
 	online := onlineCPUs(t)
 	m := newSelfMeter()
@@ -127,13 +128,18 @@ func TestSelfMeterReadsSteal(t *testing.T) {
 		t.Fatalf("on Linux the meter reads the machine's steal: %+v", after)
 	}
 	got, want := after.machine-before.machine, wall*time.Duration(online)
-	t.Logf("machine time %v over %v on %d CPUs; steal %v", got, wall, online, after.steal-before.steal)
-	// Ticks of 10 ms on each CPU, read a little apart from the clock.
-	if slack := time.Duration(online) * 30 * time.Millisecond; got < want-slack || got > want+slack {
-		t.Errorf("the machine's CPU time grew %v over %v of wall time on %d CPUs, want %v", got, wall, online, want)
+	steal := after.steal - before.steal
+	t.Logf("machine time %v over %v on %d CPUs; steal %v", got, wall, online, steal)
+	if steal < 0 || steal > got {
+		t.Fatalf("steal grew %v of %v", steal, got)
 	}
-	if s := after.steal - before.steal; s < 0 || s > got {
-		t.Errorf("steal grew %v of %v", s, got)
+	// Ticks of 10 ms on each CPU, read a little apart from the clock. A
+	// hypervisor's steal is counted from its own clock, on top of the
+	// ticks (seen: 1.11 s over 0.5 s on 2 CPUs, 320 ms of it steal), so
+	// the time of every kind but steal fits in the wall time, and the
+	// whole covers it.
+	if slack := time.Duration(online) * 30 * time.Millisecond; got < want-slack || got-steal > want+slack {
+		t.Errorf("the machine's CPU time grew %v (%v of it steal) over %v of wall time on %d CPUs, want about %v", got, steal, wall, online, want)
 	}
 }
 
