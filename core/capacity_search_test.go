@@ -2,8 +2,10 @@ package core
 
 import (
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,7 +149,16 @@ scenario "search" {
 // busy and only wait longer, so the search stops there and names 4 VUs.
 func TestCapacitySearchClosedModel(t *testing.T) {
 	pool := demo.NewCapacity(demo.CapacityOptions{Workers: 4, ServiceTime: 20 * time.Millisecond, Queue: 64})
-	srv := httptest.NewServer(pool)
+	// The server's own count of the calls it held at once: 8 VUs keep up
+	// to 8 there, 4 in service and 4 queued.
+	var inFlight, peak atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		pool.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	test := loadTest(t, `
 variable "base_url" {}
@@ -167,12 +178,24 @@ scenario "search" {
 	}
 	sat := c.Saturation
 	t.Logf("saturation: step %d (%g VUs, %.1f ok/s), %s: %s", sat.Step, sat.Load, sat.OKRPS, sat.Reason, sat.Detail)
-	if c.Model != "closed" || c.Unit != "vus" || sat.Reason != "saturated" || sat.Load != 4 || len(c.Steps) != 4 {
-		t.Errorf("model %q, unit %q, stopped for %q at %d steps with the point at %g VUs; want closed, vus, saturated at 4 steps with the point at 4 VUs",
-			c.Model, c.Unit, sat.Reason, len(c.Steps), sat.Load)
+	// A VU's round trip adds to the service time, so on a busy machine 4
+	// VUs may fall short of the 4 workers' 200/s and 8 fill them (seen in
+	// CI beside other test packages: 154.3 ok/s at 4 VUs, 198.9 at 8).
+	// The point is 4 VUs, or 8 when 4 fell that short; the best step
+	// reaches the endpoint's limit either way.
+	if c.Model != "closed" || c.Unit != "vus" || sat.Reason != "saturated" || (sat.Load != 4 && sat.Load != 8) || len(c.Steps) != int(sat.Step)+1 {
+		t.Errorf("model %q, unit %q, stopped for %q at %d steps with the point at %g VUs (step %d); want closed, vus, saturated the step after the point, at 4 or 8 VUs",
+			c.Model, c.Unit, sat.Reason, len(c.Steps), sat.Load, sat.Step)
 	}
-	if off := math.Abs(sat.OKRPS-pool.MaxPerSecond()) / pool.MaxPerSecond(); off > 0.15 {
-		t.Errorf("4 VUs read %.1f requests/s, %.0f %% off the endpoint's %.0f", sat.OKRPS, off*100, pool.MaxPerSecond())
+	if p := peak.Load(); p <= 4 && len(c.Steps) >= 4 {
+		t.Errorf("the server held at most %d calls at once; the step of 8 VUs did not run 8", p)
+	}
+	best := 0.0
+	for _, s := range c.Steps {
+		best = max(best, s.OKRPS)
+	}
+	if off := math.Abs(best-pool.MaxPerSecond()) / pool.MaxPerSecond(); off > 0.15 {
+		t.Errorf("the best step read %.1f requests/s, %.0f %% off the endpoint's %.0f", best, off*100, pool.MaxPerSecond())
 	}
 	if r := sum.Scenarios["search"].Requests["r"]; r.Count-r.Errors != pool.Served() {
 		t.Errorf("hload counted %d successful calls, the endpoint served %d", r.Count-r.Errors, pool.Served())
