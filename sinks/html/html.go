@@ -44,6 +44,8 @@ var (
 	uplotJS string
 	//go:embed uplot/uPlot.min.css
 	uplotCSS string
+	//go:embed chart.js
+	chartJS string
 	//go:embed report.js
 	reportJS string
 	//go:embed report.css
@@ -130,6 +132,7 @@ func Render(w io.Writer, sum *metrics.Summary) error {
 		Data:      template.JS(data),
 		UplotJS:   template.JS(uplotJS),
 		UplotCSS:  template.CSS(uplotCSS),
+		ChartJS:   template.JS(chartJS),
 		ReportJS:  template.JS(reportJS),
 		ReportCSS: template.CSS(reportCSS),
 		Protocol:  protocolMetrics(sum.Metrics),
@@ -140,7 +143,8 @@ func Render(w io.Writer, sum *metrics.Summary) error {
 type view struct {
 	Sum                 *metrics.Summary
 	Data                template.JS
-	UplotJS, ReportJS   template.JS
+	UplotJS, ChartJS    template.JS
+	ReportJS            template.JS
 	UplotCSS, ReportCSS template.CSS
 	Protocol            []namedMetric
 }
@@ -172,7 +176,24 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(float64(bytes)/1024/seconds, 'f', 1, 64)
 	},
-	"timed": func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
+	"timed":    func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
+	"inc":      func(i int) int { return i + 1 },
+	"stepNote": stepNote,
+}
+
+// stepNote marks a capacity search's step in its table: the saturation
+// point, and the step that stopped the search past it.
+func stepNote(c *metrics.CapacitySummary, i int) string {
+	last := i == len(c.Steps)-1
+	switch {
+	case i+1 == c.Saturation.Step && last:
+		return "saturation point; the search stopped: " + c.Saturation.Reason
+	case i+1 == c.Saturation.Step:
+		return "saturation point"
+	case last:
+		return "the search stopped: " + c.Saturation.Reason
+	}
+	return ""
 }
 
 // sortedKeys returns the keys of the maps the template walks, sorted.
