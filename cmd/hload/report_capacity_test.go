@@ -141,4 +141,3 @@ func checkCapacityPanel(t *testing.T, page *browsertest.Page, scenario string, c
 		t.Errorf("the last step's note %q does not say why the search stopped (%s)", last, c.Saturation.Reason)
 	}
 }
-
