@@ -54,6 +54,20 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		writeTable(ew, rows)
 	}
+	for _, cp := range c.Capacities() {
+		ew.printf("\ncapacity search %q: saturation points\n", cp.Scenario)
+		ew.printf("  base  %s\n  new   %s\n", Point(cp.Base), Point(cp.New))
+		rows := [][]string{{"figure", "base", "new", "change", ""}}
+		for _, ch := range cp.Changes {
+			change := FormatPercent(ch.Percent)
+			if ch.Figure == CapLoad && cp.Base.Unit != cp.New.Unit {
+				change = "" // VUs against a rate: no change to tell
+			}
+			rows = append(rows, []string{ch.Figure.String(), ch.Figure.Format(ch.Base, cp.Base.Unit),
+				ch.Figure.Format(ch.New, cp.New.Unit), change, verdictText(ch.Verdict)})
+		}
+		writeTable(ew, rows)
+	}
 	return ew.err
 }
 
