@@ -107,6 +107,17 @@ func (c *Comparison) Capacities() []Capacity {
 	return out
 }
 
+// Cells are the cells of the i-th change in the comparison's table, as
+// the text and the HTML page show them: base, new, change and verdict.
+func (cp Capacity) Cells(i int) [4]string {
+	ch := cp.Changes[i]
+	change := FormatPercent(ch.Percent)
+	if ch.Figure == CapLoad && cp.Base.Unit != cp.New.Unit {
+		change = "" // VUs against a rate: no change to tell
+	}
+	return [4]string{ch.Figure.Format(ch.Base, cp.Base.Unit), ch.Figure.Format(ch.New, cp.New.Unit), change, verdictText(ch.Verdict)}
+}
+
 // Point says where a search's saturation point is and why it stopped,
 // such as "step 3 of 4, stopped by max_error_rate".
 func Point(c *metrics.CapacitySummary) string {

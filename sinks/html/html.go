@@ -34,6 +34,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/compare"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/sinks/series"
@@ -52,6 +53,8 @@ var (
 	reportCSS string
 	//go:embed report.html.tmpl
 	reportTemplate string
+	//go:embed page.html.tmpl
+	pageTemplate string
 )
 
 // Spec is the schema of a `sink "html"` block.
@@ -119,34 +122,52 @@ func (s *Sink) Close(sum metrics.Summary) error {
 // Render writes the report of a run to w. The summary's Series give the
 // charts; without them the report has the tables only.
 func Render(w io.Writer, sum *metrics.Summary) error {
-	data, err := json.Marshal(sum) // escapes <, > and &, so it is safe in a script element
+	data, err := json.Marshal(sum)
 	if err != nil {
 		return err
 	}
-	t, err := template.New("report").Funcs(funcs).Parse(reportTemplate)
+	t, err := parsePage("report", reportTemplate)
 	if err != nil {
 		return err
 	}
 	return t.Execute(w, view{
-		Sum:       sum,
-		Data:      template.JS(data),
-		UplotJS:   template.JS(uplotJS),
-		UplotCSS:  template.CSS(uplotCSS),
-		ChartJS:   template.JS(chartJS),
-		ReportJS:  template.JS(reportJS),
-		ReportCSS: template.CSS(reportCSS),
-		Protocol:  protocolMetrics(sum.Metrics),
+		page:     newPage(data),
+		Sum:      sum,
+		ReportJS: template.JS(reportJS),
+		Protocol: protocolMetrics(sum.Metrics),
 	})
 }
 
-// view is what the template reads.
-type view struct {
-	Sum                 *metrics.Summary
+// page is what the shared parts of every page read (page.html.tmpl):
+// the embedded data, uPlot, the charts' machinery and the styles.
+type page struct {
 	Data                template.JS
 	UplotJS, ChartJS    template.JS
-	ReportJS            template.JS
 	UplotCSS, ReportCSS template.CSS
-	Protocol            []namedMetric
+}
+
+// newPage embeds data, JSON already marshalled: encoding/json escapes <,
+// > and &, so it is safe in a script element.
+func newPage(data []byte) page {
+	return page{Data: template.JS(data), UplotJS: template.JS(uplotJS), ChartJS: template.JS(chartJS),
+		UplotCSS: template.CSS(uplotCSS), ReportCSS: template.CSS(reportCSS)}
+}
+
+// parsePage parses a page's template with the shared parts.
+func parsePage(name, text string) (*template.Template, error) {
+	t, err := template.New(name).Funcs(funcs).Parse(pageTemplate)
+	if err != nil {
+		return nil, err
+	}
+	return t.Parse(text)
+}
+
+// view is what the report's template reads.
+type view struct {
+	page
+	Sum      *metrics.Summary
+	ReportJS template.JS
+	Protocol []namedMetric
 }
 
 type namedMetric struct {
@@ -179,6 +200,9 @@ var funcs = template.FuncMap{
 	"timed":    func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
 	"inc":      func(i int) int { return i + 1 },
 	"stepNote": stepNote,
+	"figures":  func() []compare.Figure { return compare.Figures },
+	"point":    compare.Point,
+	"verdict":  compare.VerdictOf,
 }
 
 // stepNote marks a capacity search's step in its table: the saturation
