@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/compare"
+	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/sinks/html/browsertest"
 )
@@ -219,5 +221,22 @@ func checkCompareTables(t *testing.T, page *browsertest.Page, c *compare.Compari
 		if got := [4]string{cells["base"], cells["new"], cells["change"], cells["verdict"]}; got != want || capRows[i].Key != ch.Figure.String() {
 			t.Errorf("capacity %s: the page shows %s %q, compare computed %q", ch.Figure, capRows[i].Key, got, want)
 		}
+	}
+}
+
+// TestCompareHTMLUnwritable: a page that cannot be written (its folder
+// does not exist) is an error naming --html, exit 1, after the text.
+func TestCompareHTMLUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	sum := &metrics.Summary{HloadVersion: "0.1.0-dev", RunID: "r1", Started: time.Now(), Passed: true, DurationS: 1,
+		Scenarios: map[string]*metrics.ScenarioSummary{"shop": {Requests: map[string]*metrics.RequestFigures{"main": {Count: 10, RPS: 10}}}}}
+	data, err := json.Marshal(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "a.json", string(data))
+	r := hload(t, dir, "compare", "a.json", "a.json", "--html", filepath.Join("missing", "out.html"))
+	if r.code != exitRuntime || !strings.Contains(r.stderr, "--html: open missing/out.html") || !strings.Contains(r.stdout, `scenario "shop", request "main"`) {
+		t.Fatalf("exit %d, want %d naming --html after the text\nstdout:\n%s\nstderr:\n%s", r.code, exitRuntime, r.stdout, r.stderr)
 	}
 }
