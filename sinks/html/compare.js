@@ -27,7 +27,7 @@
     var xs = [], requests = [];
     runs.forEach(function (run) {
       run.sc = scenarioOf(run.series, name);
-      if (!run.sc) return;
+      if (!run.sc || !run.series.time_s) return;
       run.series.time_s.forEach(function (t) { if (xs.indexOf(t) < 0) xs.push(t); });
       (run.sc.requests || []).forEach(function (r) { if (requests.indexOf(r.name) < 0) requests.push(r.name); });
     });
