@@ -146,16 +146,17 @@ func checkCompareCharts(t *testing.T, page *browsertest.Page, runs [2]compare.Ru
 	}
 	capacity := false
 	for _, ch := range page.Charts {
-		t.Logf("chart %q: %dx%d, %d coloured pixels, %d of the saturation marks", ch.Title, ch.Width, ch.Height, ch.Coloured, ch.SaturationMark)
+		t.Logf("chart %q: %dx%d, %d coloured pixels, %d of the saturation marks in %d columns", ch.Title, ch.Width, ch.Height, ch.Coloured, ch.SaturationMark, ch.SaturationColumns)
 		if ch.Coloured < 40 {
 			t.Errorf("chart %q is blank: %d coloured pixels", ch.Title, ch.Coloured)
 		}
 		if strings.HasPrefix(ch.Title, "capacity search") {
 			capacity = true
-			// Two marks, the base's dashed: more than one solid line's
-			// worth of pixels.
-			if ch.SaturationMark < ch.Height/4+ch.Height/8 {
-				t.Errorf("chart %q has %d pixels of the saturation marks, want both runs' lines", ch.Title, ch.SaturationMark)
+			// Two marks at the two runs' saturation loads, 2 pixels wide
+			// each, and the base's dashed: 4 columns, and more than half
+			// of the plot's height.
+			if ch.SaturationColumns < 4 || ch.SaturationMark < ch.Height/4 {
+				t.Errorf("chart %q has %d pixels in %d columns of the saturation marks, want both runs' lines", ch.Title, ch.SaturationMark, ch.SaturationColumns)
 			}
 		}
 	}

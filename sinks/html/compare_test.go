@@ -63,9 +63,12 @@ func TestCapacityWithoutSeriesInBrowser(t *testing.T) {
 			t.Errorf("%s: charts %+v, want the capacity curve alone, drawn", name, p.Charts)
 			continue
 		}
-		t.Logf("%s: %d coloured pixels, %d of the saturation marks", name, p.Charts[0].Coloured, p.Charts[0].SaturationMark)
-		if p.Charts[0].SaturationMark < p.Charts[0].Height/4 {
-			t.Errorf("%s: %d pixels of the saturation mark", name, p.Charts[0].SaturationMark)
+		ch := p.Charts[0]
+		t.Logf("%s: %d coloured pixels, %d of the saturation marks in %d columns", name, ch.Coloured, ch.SaturationMark, ch.SaturationColumns)
+		// One line in the report, both runs' in the comparison (at 150
+		// and 180 iterations/s), each 2 pixels wide.
+		if want := map[string]int{"report": 2, "compare": 4}[name]; ch.SaturationColumns != want || ch.SaturationMark < ch.Height/4 {
+			t.Errorf("%s: %d pixels of the saturation marks in %d columns, want %d columns", name, ch.SaturationMark, ch.SaturationColumns, want)
 		}
 		if n := len(p.Tables["capacity"]); n != map[string]int{"report": 3, "compare": 4}[name] {
 			t.Errorf("%s: the capacity table has %d rows", name, n)

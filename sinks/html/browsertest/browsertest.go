@@ -83,8 +83,11 @@ type Page struct {
 		// SaturationMark counts the pixels of the purple (#7b3294) mark
 		// of a capacity search's saturation point.
 		SaturationMark int `json:"saturation_mark"`
-		Width          int `json:"width"`
-		Height         int `json:"height"`
+		// SaturationColumns counts the pixel columns that hold some of
+		// that mark: 2 for one vertical line, 4 for two apart.
+		SaturationColumns int `json:"saturation_columns"`
+		Width             int `json:"width"`
+		Height            int `json:"height"`
 	} `json:"charts"`
 	Rows []struct {
 		Scenario string            `json:"scenario"`
@@ -119,13 +122,14 @@ const readPage = `(() => {
     const c = d.querySelector("canvas");
     const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
     let coloured = 0, mark = 0, sat = 0;
+    const satColumns = new Set();
     for (let i = 0; i < px.length; i += 4) {
       const r = px[i], g = px[i+1], b = px[i+2];
       if (px[i+3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) coloured++;
       if (r === 221 && g === 0 && b === 0 && px[i+3] === 255) mark++;
-      if (r === 123 && g === 50 && b === 148 && px[i+3] === 255) sat++;
+      if (r === 123 && g === 50 && b === 148 && px[i+3] === 255) { sat++; satColumns.add((i / 4) % c.width); }
     }
-    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, saturation_mark: sat, width: c.width, height: c.height});
+    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, saturation_mark: sat, saturation_columns: satColumns.size, width: c.width, height: c.height});
   });
   document.querySelectorAll("table.requests").forEach(t => t.querySelectorAll("tr[data-request]").forEach(tr => {
     const row = {scenario: t.dataset.scenario, request: tr.dataset.request, cells: {}};
