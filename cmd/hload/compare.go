@@ -55,11 +55,17 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err := c.WriteText(stdout); err != nil {
 		return err
 	}
-	// The page is written whatever the rules say: a failed gate is when
-	// it is read.
+	var breaches []compare.Breach
+	if len(rules) > 0 {
+		if breaches, err = c.Check(rules); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--fail-if %w", err)}
+		}
+	}
+	// The page is written whatever the rules say, with their verdicts: a
+	// failed gate is when it is read.
 	if htmlOut != "" {
 		var buf bytes.Buffer
-		if err := html.RenderComparison(&buf, c); err != nil {
+		if err := html.RenderComparison(&buf, c, rules, breaches); err != nil {
 			return err
 		}
 		if err := os.WriteFile(htmlOut, buf.Bytes(), 0o644); err != nil {
@@ -69,10 +75,6 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(rules) == 0 {
 		return nil
-	}
-	breaches, err := c.Check(rules)
-	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--fail-if %w", err)}
 	}
 	broken := map[string]bool{}
 	fmt.Fprintln(stdout, "\nrules")

@@ -128,6 +128,10 @@ func TestCompareHTMLInBrowser(t *testing.T) {
 	browsertest.SaveArtifact(t, "compare.png", page.Screenshot)
 	checkCompareCharts(t, page, runs)
 	checkCompareTables(t, page, c)
+	// The rules' verdicts, as the exit code had them.
+	if rules := page.Tables["rules"]; len(rules) != 1 || rules[0].Key != "latency max > 0ms" || rules[0].Cells["verdict"] != "FAIL" {
+		t.Errorf("the page's rules: %+v, want latency max > 0ms FAIL", rules)
+	}
 }
 
 // checkCompareCharts wants, per scenario with series in either run, a

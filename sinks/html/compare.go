@@ -20,10 +20,11 @@ var (
 )
 
 // RenderComparison writes the page of `hload compare --html`: the
-// comparison's tables as the text shows them, and both runs' series
+// comparison's tables as the text shows them, the --fail-if rules with
+// their breaches (as Check returned them), and both runs' series
 // overlaid, base dashed and new solid. Like the report, it is one file
 // that opens offline.
-func RenderComparison(w io.Writer, c *compare.Comparison) error {
+func RenderComparison(w io.Writer, c *compare.Comparison, rules []compare.Rule, breaches []compare.Breach) error {
 	data, err := json.Marshal(compareData{Base: sideOf(c.Base), New: sideOf(c.New)})
 	if err != nil {
 		return err
@@ -34,6 +35,15 @@ func RenderComparison(w io.Writer, c *compare.Comparison) error {
 	}
 	v := compareView{page: newPage(data), C: c, CompareJS: template.JS(compareJS),
 		Capacity: map[string]*compare.Capacity{}}
+	for _, rule := range rules {
+		r := compareRule{Text: rule.Text}
+		for _, b := range breaches {
+			if b.Rule.Text == rule.Text {
+				r.Breaches = append(r.Breaches, b.String())
+			}
+		}
+		v.Rules = append(v.Rules, r)
+	}
 	for _, cp := range c.Capacities() {
 		v.Capacity[cp.Scenario] = &cp
 	}
@@ -83,8 +93,16 @@ type compareView struct {
 	C         *compare.Comparison
 	CompareJS template.JS
 	Scenarios []compareScenario
+	Rules     []compareRule
 	// Capacity are the capacity searches both runs ran, by scenario.
 	Capacity map[string]*compare.Capacity
+}
+
+// compareRule is a --fail-if rule and what it broke on; it held when
+// Breaches is empty.
+type compareRule struct {
+	Text     string
+	Breaches []string
 }
 
 type compareScenario struct {

@@ -44,7 +44,7 @@ func TestCapacityWithoutSeriesInBrowser(t *testing.T) {
 	if err := Render(&report, base); err != nil {
 		t.Fatal(err)
 	}
-	if err := RenderComparison(&page, compare.Compare(compare.Run{Path: "base.json", Summary: base}, compare.Run{Path: "new.json", Summary: new})); err != nil {
+	if err := RenderComparison(&page, compare.Compare(compare.Run{Path: "base.json", Summary: base}, compare.Run{Path: "new.json", Summary: new}), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, out := range []*bytes.Buffer{&report, &page} {
