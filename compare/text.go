@@ -23,7 +23,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	}{{"base", c.Base}, {"new ", c.New}} {
 		s := side.run.Summary
 		ew.printf("%s  %s: run %s, started %s, %.1f s, hload %s, %s\n", side.label, side.run.Path,
-			s.RunID, s.Started.UTC().Format(time.RFC3339), s.DurationS, s.HloadVersion, verdictOf(s))
+			s.RunID, s.Started.UTC().Format(time.RFC3339), s.DurationS, s.HloadVersion, VerdictOf(s))
 	}
 	for _, side := range []struct {
 		label string
@@ -42,20 +42,42 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		ew.printf("\nscenario %q, request %q%s\n", r.Scenario, r.Request, presence(r))
 		rows := [][]string{{"figure", "base", "new", "change", ""}}
 		for _, f := range Figures {
-			switch {
-			case r.Changes != nil:
-				ch := r.Changes[f]
-				rows = append(rows, []string{f.String(), Format(f, ch.Base), Format(f, ch.New), FormatPercent(ch.Percent), verdictText(ch.Verdict)})
-			case r.Base != nil:
-				rows = append(rows, []string{f.String(), Format(f, f.Of(r.Base)), "-", "", ""})
-			default:
-				rows = append(rows, []string{f.String(), "-", Format(f, f.Of(r.New)), "", ""})
-			}
+			cells := r.Cells(f)
+			rows = append(rows, append([]string{f.String()}, cells[:]...))
+		}
+		writeTable(ew, rows)
+	}
+	for _, cp := range c.Capacities() {
+		ew.printf("\ncapacity search %q: saturation points\n", cp.Scenario)
+		ew.printf("  base  %s\n  new   %s\n", Point(cp.Base), Point(cp.New))
+		rows := [][]string{{"figure", "base", "new", "change", ""}}
+		for i := range cp.Changes {
+			cells := cp.Cells(i)
+			rows = append(rows, append([]string{cp.Changes[i].Figure.String()}, cells[:]...))
 		}
 		writeTable(ew, rows)
 	}
 	return ew.err
 }
+
+// Cells are a figure's cells in the comparison's table, as the text and
+// the HTML page show them: base, new, the change in percent and the
+// verdict ("better", "worse" or ""). A run that lacks the request has
+// "-", and there is no change.
+func (r Request) Cells(f Figure) [4]string {
+	switch {
+	case r.Changes != nil:
+		ch := r.Changes[f]
+		return [4]string{Format(f, ch.Base), Format(f, ch.New), FormatPercent(ch.Percent), verdictText(ch.Verdict)}
+	case r.Base != nil:
+		return [4]string{Format(f, f.Of(r.Base)), "-", "", ""}
+	}
+	return [4]string{"-", Format(f, f.Of(r.New)), "", ""}
+}
+
+// Presence says when only one run has the request: "only in the base
+// run", "only in the new run", or "".
+func (r Request) Presence() string { return strings.TrimPrefix(presence(r), ": ") }
 
 // writeTable prints rows indented, the first column (the figure's name)
 // aligned left, the numbers right, and the last (the verdict) as it is.
@@ -87,8 +109,9 @@ func pad(s string, width int, right bool) string {
 	return s + fill
 }
 
-// verdictOf names a run's verdict for its header line.
-func verdictOf(s *metrics.Summary) string {
+// VerdictOf names a run's verdict for its header line: "passed", "did not
+// pass" or "interrupted".
+func VerdictOf(s *metrics.Summary) string {
 	switch {
 	case s.Interrupted:
 		return "interrupted"

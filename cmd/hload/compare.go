@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/hload/hload/compare"
+	"github.com/hload/hload/sinks/html"
 )
 
 // ruleFlags collects the repeatable --fail-if, parsed as they come so that
@@ -28,11 +31,13 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: hload compare [--fail-if RULE]... BASE.json NEW.json")
+		fmt.Fprintln(stderr, "Usage: hload compare [--fail-if RULE]... [--html OUT.html] BASE.json NEW.json")
 		fs.PrintDefaults()
 	}
 	var rules ruleFlags
 	fs.Var(&rules, "fail-if", `exit 99 when this rule breaks on a request, such as "latency p95 > +10%" (repeatable)`)
+	var htmlOut string
+	fs.StringVar(&htmlOut, "html", "", "also write the comparison as one self-contained HTML page to this file")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -50,12 +55,26 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	if err := c.WriteText(stdout); err != nil {
 		return err
 	}
+	var breaches []compare.Breach
+	if len(rules) > 0 {
+		if breaches, err = c.Check(rules); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--fail-if %w", err)}
+		}
+	}
+	// The page is written whatever the rules say, with their verdicts: a
+	// failed gate is when it is read.
+	if htmlOut != "" {
+		var buf bytes.Buffer
+		if err := html.RenderComparison(&buf, c, rules, breaches); err != nil {
+			return err
+		}
+		if err := os.WriteFile(htmlOut, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+		fmt.Fprintf(stderr, "%s: comparison page written\n", htmlOut)
+	}
 	if len(rules) == 0 {
 		return nil
-	}
-	breaches, err := c.Check(rules)
-	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--fail-if %w", err)}
 	}
 	broken := map[string]bool{}
 	fmt.Fprintln(stdout, "\nrules")

@@ -34,6 +34,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/compare"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/sinks/series"
@@ -44,12 +45,16 @@ var (
 	uplotJS string
 	//go:embed uplot/uPlot.min.css
 	uplotCSS string
+	//go:embed chart.js
+	chartJS string
 	//go:embed report.js
 	reportJS string
 	//go:embed report.css
 	reportCSS string
 	//go:embed report.html.tmpl
 	reportTemplate string
+	//go:embed page.html.tmpl
+	pageTemplate string
 )
 
 // Spec is the schema of a `sink "html"` block.
@@ -117,32 +122,52 @@ func (s *Sink) Close(sum metrics.Summary) error {
 // Render writes the report of a run to w. The summary's Series give the
 // charts; without them the report has the tables only.
 func Render(w io.Writer, sum *metrics.Summary) error {
-	data, err := json.Marshal(sum) // escapes <, > and &, so it is safe in a script element
+	data, err := json.Marshal(sum)
 	if err != nil {
 		return err
 	}
-	t, err := template.New("report").Funcs(funcs).Parse(reportTemplate)
+	t, err := parsePage("report", reportTemplate)
 	if err != nil {
 		return err
 	}
 	return t.Execute(w, view{
-		Sum:       sum,
-		Data:      template.JS(data),
-		UplotJS:   template.JS(uplotJS),
-		UplotCSS:  template.CSS(uplotCSS),
-		ReportJS:  template.JS(reportJS),
-		ReportCSS: template.CSS(reportCSS),
-		Protocol:  protocolMetrics(sum.Metrics),
+		page:     newPage(data),
+		Sum:      sum,
+		ReportJS: template.JS(reportJS),
+		Protocol: protocolMetrics(sum.Metrics),
 	})
 }
 
-// view is what the template reads.
-type view struct {
-	Sum                 *metrics.Summary
+// page is what the shared parts of every page read (page.html.tmpl):
+// the embedded data, uPlot, the charts' machinery and the styles.
+type page struct {
 	Data                template.JS
-	UplotJS, ReportJS   template.JS
+	UplotJS, ChartJS    template.JS
 	UplotCSS, ReportCSS template.CSS
-	Protocol            []namedMetric
+}
+
+// newPage embeds data, JSON already marshalled: encoding/json escapes <,
+// > and &, so it is safe in a script element.
+func newPage(data []byte) page {
+	return page{Data: template.JS(data), UplotJS: template.JS(uplotJS), ChartJS: template.JS(chartJS),
+		UplotCSS: template.CSS(uplotCSS), ReportCSS: template.CSS(reportCSS)}
+}
+
+// parsePage parses a page's template with the shared parts.
+func parsePage(name, text string) (*template.Template, error) {
+	t, err := template.New(name).Funcs(funcs).Parse(pageTemplate)
+	if err != nil {
+		return nil, err
+	}
+	return t.Parse(text)
+}
+
+// view is what the report's template reads.
+type view struct {
+	page
+	Sum      *metrics.Summary
+	ReportJS template.JS
+	Protocol []namedMetric
 }
 
 type namedMetric struct {
@@ -172,7 +197,27 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(float64(bytes)/1024/seconds, 'f', 1, 64)
 	},
-	"timed": func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
+	"timed":    func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
+	"inc":      func(i int) int { return i + 1 },
+	"stepNote": stepNote,
+	"figures":  func() []compare.Figure { return compare.Figures },
+	"point":    compare.Point,
+	"verdict":  compare.VerdictOf,
+}
+
+// stepNote marks a capacity search's step in its table: the saturation
+// point, and the step that stopped the search past it.
+func stepNote(c *metrics.CapacitySummary, i int) string {
+	last := i == len(c.Steps)-1
+	switch {
+	case i+1 == c.Saturation.Step && last:
+		return "saturation point; the search stopped: " + c.Saturation.Reason
+	case i+1 == c.Saturation.Step:
+		return "saturation point"
+	case last:
+		return "the search stopped: " + c.Saturation.Reason
+	}
+	return ""
 }
 
 // sortedKeys returns the keys of the maps the template walks, sorted.

@@ -4,12 +4,18 @@
   "use strict";
   var sum = JSON.parse(document.getElementById("hload-data").textContent);
   var s = sum.series;
-  // No grey: grey is for the axes, the grid and the stage marks.
-  var palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-    "#e377c2", "#17becf", "#bcbd22", "#000080"];
-  var charts = [];
+  var palette = hloadCharts.palette;
+
+  // The capacity searches' curves come from the summary, not the series:
+  // they are drawn even for an export without series.
+  Object.keys(sum.scenarios || {}).sort().forEach(function (name) {
+    var c = (sum.scenarios[name] || {}).capacity;
+    var parent = document.querySelector('.capacity-chart[data-scenario="' + CSS.escape(name) + '"]');
+    if (c && parent) hloadCharts.capacity(parent, "capacity search: throughput and p95 by load", [{ label: "", capacity: c }]);
+  });
+
   if (!s || !s.time_s || s.time_s.length === 0) {
-    document.body.setAttribute("data-charts", "0");
+    hloadCharts.done();
     return;
   }
 
@@ -17,61 +23,16 @@
   // during the run (red for the generator self-check, orange otherwise).
   function marks(stages) {
     return function (u) {
-      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
-      function line(x, colour, dash) {
-        var px = Math.round(u.valToPos(x, "x", true));
-        if (px < u.bbox.left || px > u.bbox.left + u.bbox.width) return;
-        ctx.save();
-        ctx.strokeStyle = colour;
-        ctx.lineWidth = 2;
-        ctx.setLineDash(dash);
-        ctx.beginPath();
-        ctx.moveTo(px, top);
-        ctx.lineTo(px, top + h);
-        ctx.stroke();
-        ctx.restore();
-      }
-      (stages || []).forEach(function (t) { line(t, "#888", [6, 4]); });
+      (stages || []).forEach(function (t) { hloadCharts.vline(u, t, "#888", [6, 4]); });
       (s.events || []).forEach(function (e) {
-        line(e.time_s, e.text.indexOf("hload is saturated") === 0 ? "#d00" : "#f90", []);
+        hloadCharts.vline(u, e.time_s, e.text.indexOf("hload is saturated") === 0 ? "#d00" : "#f90");
       });
     };
   }
 
-  // chart adds one chart to parent: lines is [{label, values, dash}].
   function chart(parent, title, unit, lines, stages) {
-    var div = document.createElement("div");
-    div.className = "chart";
-    div.setAttribute("data-title", title);
-    parent.appendChild(div);
-    var series = [{ label: "s" }];
-    var data = [s.time_s];
-    var long = s.time_s.length >= 300;
-    lines.forEach(function (l, i) {
-      // Dots where a line has few values: a lone value (a stream's one
-      // connect) draws no line.
-      var n = (l.values || []).filter(function (v) { return v !== null; }).length;
-      var colour = l.colour || palette[i % palette.length];
-      // A dashed line costs much more to draw than a plain one: a long
-      // run's secondary lines (errors/s, p50, p95) are drawn fainter
-      // instead, and thinner, which keeps a 1-hour report quick to open.
-      var dash = l.dash;
-      if (long && dash) {
-        colour += l.dash[0] <= 2 ? "55" : "99";
-        dash = undefined;
-      }
-      series.push({ label: l.label, stroke: colour, width: long ? 1 : 2, dash: dash,
-        points: { show: n < 60, size: n <= 2 ? 10 : 5 } });
-      data.push(l.values);
-    });
-    var width = Math.max(400, Math.min(1100, (parent.clientWidth || 1000) - 10));
-    charts.push(new uPlot({
-      title: title, width: width, height: 240,
-      scales: { x: { time: false } },
-      axes: [{ label: "seconds since start" }, { label: unit }],
-      series: series,
-      hooks: { draw: [marks(stages)] }
-    }, data, div));
+    hloadCharts.chart(parent, { title: title, xs: s.time_s, xLabel: "seconds since start", unit: unit,
+      lines: lines, draw: marks(stages) });
   }
 
   (s.scenarios || []).forEach(function (sc) {
@@ -134,5 +95,5 @@
       chart(proto, "gauges at the end of each point", "level", gl, []);
     }
   }
-  document.body.setAttribute("data-charts", String(charts.length));
+  hloadCharts.done();
 })();

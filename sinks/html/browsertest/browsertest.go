@@ -80,20 +80,37 @@ type Page struct {
 		// GeneratorMark counts the pixels of the red (#d00) mark drawn
 		// where hload said it was saturated.
 		GeneratorMark int `json:"generator_mark"`
-		Width         int `json:"width"`
-		Height        int `json:"height"`
+		// SaturationMark counts the pixels of the purple (#7b3294) mark
+		// of a capacity search's saturation point.
+		SaturationMark int `json:"saturation_mark"`
+		// SaturationColumns counts the pixel columns that hold some of
+		// that mark: 2 for one vertical line, 4 for two apart.
+		SaturationColumns int `json:"saturation_columns"`
+		Width             int `json:"width"`
+		Height            int `json:"height"`
 	} `json:"charts"`
 	Rows []struct {
 		Scenario string            `json:"scenario"`
 		Request  string            `json:"request"`
 		Cells    map[string]string `json:"cells"`
 	} `json:"rows"`
-	Metadata string `json:"metadata"`
+	// Tables are the rows of every table that has a data-table
+	// attribute (the capacity steps, the comparison), by that name.
+	Tables   map[string][]TableRow `json:"tables"`
+	Metadata string                `json:"metadata"`
 	// Generator is the text of the generator self-check's section, or "".
 	Generator  string `json:"generator"`
 	Screenshot []byte `json:"-"`
 	// Drawn is the time from the navigation to the charts drawn.
 	Drawn time.Duration `json:"-"`
+}
+
+// TableRow is a row of a table with a data-table attribute: its
+// data-key, its table's data-scenario and its data-field cells.
+type TableRow struct {
+	Scenario string            `json:"scenario"`
+	Key      string            `json:"key"`
+	Cells    map[string]string `json:"cells"`
 }
 
 // readPage counts each chart's coloured pixels (the lines; axes, grid
@@ -104,18 +121,26 @@ const readPage = `(() => {
   document.querySelectorAll("div.chart").forEach(d => {
     const c = d.querySelector("canvas");
     const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-    let coloured = 0, mark = 0;
+    let coloured = 0, mark = 0, sat = 0;
+    const satColumns = new Set();
     for (let i = 0; i < px.length; i += 4) {
       const r = px[i], g = px[i+1], b = px[i+2];
       if (px[i+3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) coloured++;
       if (r === 221 && g === 0 && b === 0 && px[i+3] === 255) mark++;
+      if (r === 123 && g === 50 && b === 148 && px[i+3] === 255) { sat++; satColumns.add((i / 4) % c.width); }
     }
-    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, width: c.width, height: c.height});
+    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, saturation_mark: sat, saturation_columns: satColumns.size, width: c.width, height: c.height});
   });
   document.querySelectorAll("table.requests").forEach(t => t.querySelectorAll("tr[data-request]").forEach(tr => {
     const row = {scenario: t.dataset.scenario, request: tr.dataset.request, cells: {}};
     tr.querySelectorAll("td[data-field]").forEach(td => { row.cells[td.dataset.field] = td.textContent; });
     out.rows.push(row);
+  }));
+  out.tables = {};
+  document.querySelectorAll("table[data-table]").forEach(t => t.querySelectorAll("tr[data-key]").forEach(tr => {
+    const row = {scenario: t.dataset.scenario || "", key: tr.dataset.key, cells: {}};
+    tr.querySelectorAll("td[data-field]").forEach(td => { row.cells[td.dataset.field] = td.textContent; });
+    (out.tables[t.dataset.table] = out.tables[t.dataset.table] || []).push(row);
   }));
   return out;
 })()`
