@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -130,7 +131,10 @@ func TestGeneratorSaturation(t *testing.T) {
 			t.Errorf("a light open-model run is saturated: %s", describeGenerator(g))
 		}
 		checkGeneratorFigures(t, g, hloadCPU)
-		if !strings.Contains(r.stdout, "saturated in 0 of") {
+		// On a machine busy with other work, a lone interval may be found
+		// saturated (seen in CI: starts late while hload waited 76 % of it
+		// on the run queue); the run is not, and its figures are shown.
+		if !regexp.MustCompile(`saturated in \d+ of \d+`).MatchString(r.stdout) {
 			t.Errorf("the console summary does not show the generator's figures:\n%s", r.stdout)
 		}
 		if strings.Contains(r.stdout, "SATURATED") || strings.Contains(r.stdout, "is saturated") ||
