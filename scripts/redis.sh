@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Runs a real Redis on loopback for the Redis example plugin's test, a
+# server of its own for each start, so that two runs on one machine never
+# share one.
+#
+#   eval "$(scripts/redis.sh start)"   # installs it when missing, starts a new server, prints exports
+#   go test ./examples/plugins/redis/...
+#   scripts/redis.sh stop              # stops that server and removes its folder
+#
+# start makes a folder in /tmp with mktemp ($DIR), picks a free port on
+# 127.0.0.1 with scripts/freeport, and starts Debian's redis-server there
+# bound to 127.0.0.1 only, without persistence, its files in $DIR. stop
+# acts on the folder that follows it, or else on $HLOAD_REDIS_DIR, which
+# start exports: it ends the processes that carry this folder's mark in
+# their environment (HLOAD_SERVICE=$DIR#redis), by PID, and removes $DIR
+# only when it holds the mark file start wrote there. Every step is bounded
+# in time. Installing the package needs root.
+set -euo pipefail
+
+SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SERVER=/usr/bin/redis-server
+MARK=.hload-redis
+# The lock every apt-get of hload's scripts takes: dpkg allows one at a time.
+APT_LOCK=/tmp/hload-apt.lock
+
+log() { echo "redis.sh: $*" >&2; }
+
+# install installs Debian's redis-server when it is missing. A policy-rc.d
+# that answers 101 keeps the package from starting the system's server.
+install() {
+	if [ -x "$SERVER" ]; then
+		return
+	fi
+	if [ "$(id -u)" != 0 ]; then
+		log "redis-server is not installed and installing it needs root"
+		exit 1
+	fi
+	exec 9>>"$APT_LOCK"
+	if ! flock -w 900 9; then
+		log "waited 900s for another install to finish ($APT_LOCK)"
+		exit 1
+	fi
+	if [ -x "$SERVER" ]; then
+		exec 9>&-
+		return
+	fi
+	local policy=/usr/sbin/policy-rc.d ours=
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 755 "$policy"
+		ours=1
+	fi
+	log "installing redis-server (apt-get)"
+	if ! apt-cache show redis-server >/dev/null 2>&1; then
+		timeout 300 apt-get update >&2
+	fi
+	if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends redis-server >&2; then
+		timeout 300 apt-get update >&2
+		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends redis-server >&2
+	fi
+	if [ -n "$ours" ]; then
+		rm -f "$policy"
+	fi
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
+		systemctl stop redis-server >&2 || true
+	fi
+	exec 9>&-
+}
+
+use_dir() {
+	DIR="${1:-${HLOAD_REDIS_DIR:-}}"
+	if [ -z "$DIR" ]; then
+		log "which server? give the folder start made (HLOAD_REDIS_DIR)"
+		exit 2
+	fi
+	DIR="$(cd "$DIR" 2>/dev/null && pwd)" || { log "no folder $1"; exit 1; }
+	if [ ! -f "$DIR/$MARK" ]; then
+		log "$DIR was not made by $0 start (no $MARK in it); leaving it alone"
+		exit 1
+	fi
+}
+
+marked() {
+	grep -lzxF "HLOAD_SERVICE=$DIR#redis" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
+}
+
+# halt ends what start launched: SIGTERM, then SIGKILL after 10 s.
+halt() {
+	local p i
+	for p in $(marked); do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in $(marked); do
+		for i in $(seq 1 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.2
+		done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+}
+
+# answers succeeds when the port answers PING with +PONG.
+answers() {
+	local r
+	r=$(timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT && printf 'PING\r\n' >&3 && head -c 5 <&3" 2>/dev/null) || return 1
+	[ "$r" = "+PONG" ]
+}
+
+launch() {
+	PORT=$(cd "$ROOT" && timeout 120 go run ./scripts/freeport 1)
+	setsid env "HLOAD_SERVICE=$DIR#redis" "$SERVER" --bind 127.0.0.1 --port "$PORT" \
+		--save '' --appendonly no --dir "$DIR" --daemonize no \
+		>>"$DIR/redis.log" 2>&1 </dev/null &
+	local pid=$! i
+	for i in $(seq 1 100); do
+		if answers; then
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	log "redis-server did not answer on 127.0.0.1:$PORT; $DIR/redis.log says:"
+	tail -n 5 "$DIR/redis.log" >&2 || true
+	halt
+	return 1
+}
+
+start() {
+	install
+	DIR="$(mktemp -d /tmp/hload-redis.XXXXXXXXXX)"
+	echo "made by $SELF start" >"$DIR/$MARK"
+	STARTED=
+	trap '[ -n "$STARTED" ] || { halt; rm -rf "$DIR"; }' EXIT
+	trap 'exit 130' INT TERM
+	local attempt
+	for attempt in 1 2 3; do
+		if launch; then
+			STARTED=1
+			break
+		fi
+		log "attempt $attempt failed (a port taken since it was picked?); trying again"
+	done
+	if [ -z "$STARTED" ]; then
+		log "redis-server did not start in 3 attempts"
+		exit 1
+	fi
+	log "redis-server answers at 127.0.0.1:$PORT (folder $DIR)"
+	echo "export HLOAD_REDIS_ADDR=127.0.0.1:$PORT"
+	echo "export HLOAD_REDIS_DIR=$DIR"
+}
+
+CMD="${1:-}"
+case "$CMD" in
+start) start ;;
+stop)
+	use_dir "${2:-}"
+	halt
+	rm -rf "$DIR"
+	;;
+*)
+	echo "usage: $0 start | stop [FOLDER]" >&2
+	exit 2
+	;;
+esac
