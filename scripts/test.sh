@@ -49,6 +49,7 @@ stop_services() {
 	if [ -z "$rabbitmq_dir" ]; then rabbitmq_dir=$(sed -n 's/^export HLOAD_RABBITMQ_DIR=//p' "$services/rabbitmq.env" 2>/dev/null || true); fi
 	if [ -n "$influxd_dir" ]; then scripts/influxd.sh stop "$influxd_dir" || true; fi
 	if [ -n "$rabbitmq_dir" ]; then scripts/rabbitmq.sh stop "$rabbitmq_dir" || true; fi
+	redis_dir=$(sed -n 's/^export HLOAD_REDIS_DIR=//p' "$services/redis.env" 2>/dev/null || true); if [ -n "$redis_dir" ]; then scripts/redis.sh stop "$redis_dir" || true; fi
 	rm -rf "$services"
 }
 trap stop_services EXIT
@@ -71,6 +72,7 @@ influxd_dir=$(sed -n 's/^export HLOAD_INFLUXD_DIR=//p' "$services/influxd.env")
 [ -n "$influxd_ok" ] || { echo "InfluxDB did not start"; exit 1; }
 . "$services/rabbitmq.env"
 . "$services/influxd.env"
+scripts/redis.sh start >"$services/redis.env" || { echo "Redis did not start"; exit 1; }; . "$services/redis.env" # for the Redis example plugin's test
 # The AMQP and InfluxDB tests fail, instead of skipping, when a service they
 # need is missing or does not answer: a broken export above must not turn
 # them into silent skips.
