@@ -73,7 +73,7 @@ func (h *pluginHost) declared(decls []*config.Plugin) (*protocols.Registry, hcl.
 		ps    []protocols.Protocol
 	)
 	for _, d := range decls {
-		path, err := host.Find(d.Name, d.Source, d.Dir(), os.LookupEnv)
+		path, err := findDeclared(d)
 		if err == nil {
 			var p *host.Plugin
 			if p, err = h.launch(host.LaunchSpec{Name: d.Name, Path: path, SHA256: d.SHA256}); err == nil {
@@ -98,6 +98,13 @@ func (h *pluginHost) declared(decls []*config.Plugin) (*protocols.Registry, hcl.
 	h.reg = reg
 	h.mu.Unlock()
 	return reg, diags
+}
+
+// findDeclared finds the binary of a plugin block: its source, relative to
+// the file that declares it, or hload-plugin-NAME on the search path. apply
+// and `plugin list test.hcl` resolve blocks with it alike.
+func findDeclared(d *config.Plugin) (string, error) {
+	return host.Find(d.Name, d.Source, d.Dir(), os.LookupEnv)
 }
 
 // protocols returns the built-in protocols plus the plugins the config
@@ -159,7 +166,9 @@ func (h *pluginHost) killAll() {
 
 const pluginUsage = `Usage:
   hload plugin list                            list the built-in protocols and the plugin binaries found
+  hload plugin list FILE.hcl [--var k=v]       list the file's plugin blocks: resolved paths, checksum status
   hload plugin describe NAME [--source PATH]   print a protocol's versions and schemas as JSON
+  hload plugin describe NAME FILE.hcl          describe the plugin as the file's plugin block resolves it
 
 Plugin binaries are named hload-plugin-NAME and are searched in the folders
 of HLOAD_PLUGIN_PATH, then in ./plugins/.
@@ -186,8 +195,14 @@ func cmdPlugin(args []string, stdout, stderr io.Writer) error {
 func cmdPluginList(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plugin list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return &exitError{code: exitUsage, err: errors.New("usage: hload plugin list")}
+	var common commonFlags
+	common.register(fs)
+	files, err := parseInterleaved(fs, args)
+	if err != nil || len(files) > 1 {
+		return &exitError{code: exitUsage, err: errors.New("usage: hload plugin list [FILE.hcl]")}
+	}
+	if len(files) == 1 {
+		return cmdPluginListFile(files[0], &common, stdout, stderr)
 	}
 	found, err := host.List(os.LookupEnv)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -213,19 +228,25 @@ func cmdPluginDescribe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plugin describe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	source := fs.String("source", "", "the plugin binary; by default it is searched for as hload-plugin-NAME")
+	var common commonFlags
+	common.register(fs)
 	names, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(names) != 1 {
-		return &exitError{code: exitUsage, err: errors.New("usage: hload plugin describe NAME [--source PATH]")}
+	if len(names) != 1 && (len(names) != 2 || *source != "") {
+		return &exitError{code: exitUsage, err: errors.New("usage: hload plugin describe NAME [--source PATH | FILE.hcl]")}
 	}
 	name := names[0]
 	h := newPluginHost(context.Background())
 	defer h.killAll()
 
 	spec := host.LaunchSpec{Name: name}
-	if _, builtin := registry().Lookup(name); builtin && *source == "" {
+	if len(names) == 2 {
+		if spec, err = describeFromFile(name, names[1], &common, stderr); err != nil {
+			return err
+		}
+	} else if _, builtin := registry().Lookup(name); builtin && *source == "" {
 		// A built-in is described through the isolated path, which shows
 		// that it crosses the plugin boundary as a plugin does.
 		self, err := os.Executable()
