@@ -18,8 +18,11 @@ import (
 type Info struct {
 	Name    string
 	Version string
-	// TargetSpec decodes a target block's protocol attributes. It is an
-	// hcldec.ObjectSpec of *hcldec.AttrSpec and *hcldec.BlockSpec entries.
+	// TargetSpec decodes a target block's protocol attributes. Only
+	// *hcldec.AttrSpec entries are allowed: a plugin's schemas cross the
+	// wire as attributes (the SDK refuses a block spec at Describe), and
+	// the built-ins keep to the same rule, so that any protocol can run
+	// as a plugin (isolate = true).
 	TargetSpec hcldec.ObjectSpec
 	// RequestSpec lists a request block's protocol attributes. Only
 	// *hcldec.AttrSpec entries are allowed, because each attribute may be
