@@ -11,9 +11,11 @@
 # 127.0.0.1 with scripts/freeport, and starts Debian's redis-server there
 # bound to 127.0.0.1 only, without persistence, its files in $DIR. stop
 # acts on the folder that follows it, or else on $HLOAD_REDIS_DIR, which
-# start exports: it ends the processes that carry this folder's mark in
-# their environment (HLOAD_SERVICE=$DIR#redis), by PID, and removes $DIR
-# only when it holds the mark file start wrote there. Every step is bounded
+# start exports: it ends the server whose PID start wrote in $DIR/redis.pid,
+# once /proc shows that PID is still redis-server on this folder's port,
+# and removes $DIR only when it holds the mark file start wrote there.
+# (Not a mark in the environment, as rabbitmq.sh uses: redis-server writes
+# its process title over its environment, so /proc/PID/environ loses it.) Every step is bounded
 # in time. Installing the package needs root.
 set -euo pipefail
 
@@ -81,17 +83,26 @@ use_dir() {
 	fi
 }
 
-marked() {
-	grep -lzxF "HLOAD_SERVICE=$DIR#redis" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
+# ours prints the PID in $DIR/redis.pid when that process is still our
+# server: redis-server, its title naming our port.
+ours() {
+	local p port
+	p=$(cat "$DIR/redis.pid" 2>/dev/null || true)
+	port=$(cat "$DIR/port" 2>/dev/null || true)
+	[ -n "$p" ] && [ -n "$port" ] || return 0
+	if [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$(readlink -f "$SERVER")" ] &&
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "127.0.0.1:$port"; then
+		echo "$p"
+	fi
 }
 
 # halt ends what start launched: SIGTERM, then SIGKILL after 10 s.
 halt() {
 	local p i
-	for p in $(marked); do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in $(marked); do
+	p=$(ours)
+	[ -n "$p" ] || return 0
+	kill -TERM "$p" 2>/dev/null || true
+	for p in $p; do
 		for i in $(seq 1 50); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.2
@@ -109,7 +120,10 @@ answers() {
 
 launch() {
 	PORT=$(cd "$ROOT" && timeout 120 go run ./scripts/freeport 1)
-	setsid env "HLOAD_SERVICE=$DIR#redis" "$SERVER" --bind 127.0.0.1 --port "$PORT" \
+	echo "$PORT" >"$DIR/port"
+	# The shell writes its own PID and then becomes redis-server, so the
+	# PID is the server's whether or not setsid has to fork.
+	setsid sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$DIR/redis.pid" "$SERVER" --bind 127.0.0.1 --port "$PORT" \
 		--save '' --appendonly no --dir "$DIR" --daemonize no \
 		>>"$DIR/redis.log" 2>&1 </dev/null &
 	local pid=$! i
