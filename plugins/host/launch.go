@@ -57,6 +57,10 @@ type LaunchSpec struct {
 	// HangTimeout is how long a plugin with calls pending may stay silent
 	// before it is declared hung; DefaultHangTimeout when zero.
 	HangTimeout time.Duration
+	// Log receives every line the plugin writes to its stderr, prefixed
+	// with "plugin NAME: "; os.Stderr when nil. It is hload's stderr, so
+	// that stdout's progress and summary stay clean.
+	Log io.Writer
 }
 
 // Plugin is a running plugin process. It implements protocols.Protocol
@@ -129,6 +133,11 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 	}
 
 	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
+	log := spec.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	p.stderr.copyTo(log, "plugin "+spec.Name+": ")
 	p.cmd = exec.Command(spec.Path, spec.Args...)
 	// The plugin puts itself under SCHED_BATCH (see package sched); this
 	// process keeps its policy. go-plugin appends hload's environment
@@ -143,7 +152,13 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		AutoMTLS:         true,
 		GRPCDialOptions:  sdk.GRPCDialOptions(),
 		StartTimeout:     spec.StartTimeout,
-		Stderr:           p.stderr,
+		// The process's own stderr: the runtime's crash output and what
+		// the plugin writes before sdk.Serve.
+		Stderr: p.stderr,
+		// go-plugin's gRPC stdio: os.Stderr once sdk.Serve replaced it,
+		// which is where log, fmt.Fprintln(os.Stderr) and the SDK's
+		// recovered panics go. Without it go-plugin drops them.
+		SyncStderr: p.stderr.stream(),
 		// go-plugin logs every plugin stderr line and its own chatter;
 		// the user sees the lines that matter in errors instead.
 		Logger:  hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: io.Discard, Level: hclog.Off}),
@@ -296,6 +311,7 @@ func (p *Plugin) Kill() {
 			p.cmd.Process.Kill()
 		}
 		<-done
+		p.stderr.flush()
 	})
 }
 
