@@ -192,7 +192,7 @@ func (p *Plugin) start(ctx context.Context) error {
 	p.remote, err = sdk.NewRemote(dctx, pc, sdk.RemoteOptions{
 		Name:        p.spec.Name,
 		HangTimeout: p.spec.HangTimeout,
-		Stderr:      p.stderr.Lines,
+		Stderr:      p.lastLines,
 		// A plugin built with the SDK of an older wire version gets what
 		// that version has.
 		ProtocolVersion: p.client.NegotiatedVersion(),
@@ -336,6 +336,24 @@ func (p *Plugin) Path() string { return p.spec.Path }
 
 // Stderr returns the plugin's last stderr lines, oldest first.
 func (p *Plugin) Stderr() []string { return p.stderr.Lines() }
+
+// stderrDrain bounds the wait for a dead plugin's last stderr lines.
+const stderrDrain = 2 * time.Second
+
+// lastLines returns the plugin's last stderr lines for a failure message.
+// A plugin that crashed wrote its last lines (the runtime's panic and
+// stack) just before it died, and the host sees the broken connection as
+// soon as the lines: so when the process is dead, it waits until go-plugin
+// has read its stderr to the end (Exited is set only after that).
+func (p *Plugin) lastLines() []string {
+	if pid := p.Pid(); pid != 0 && dead(pid) {
+		deadline := time.Now().Add(stderrDrain)
+		for !p.client.Exited() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return p.stderr.Lines()
+}
 
 // Pid is the plugin's process id, or 0 before it started.
 func (p *Plugin) Pid() int {
