@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,7 +136,7 @@ func TestPluginDiagnostics(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^plugin noisy: \d{4}/\d\d/\d\d [0-9:]+ noisy: a line through the log package$`).MatchString(r.stderr) {
 			t.Errorf("hload's stderr lacks the plugin's log line\nstderr:\n%s", r.stderr)
 		}
-		if strings.Contains(r.stdout, "noisy:") || strings.Contains(r.stdout, "panicked") {
+		if strings.Contains(r.stdout, "plugin noisy:") || strings.Contains(r.stdout, "goroutine ") {
 			t.Errorf("the plugin's stderr reached hload's stdout:\n%s", r.stdout)
 		}
 		s := readSummary(t, filepath.Join(dir, "summary.json"))
@@ -144,8 +145,22 @@ func TestPluginDiagnostics(t *testing.T) {
 			t.Fatalf("no request r in the summary: %+v", s.Scenarios["s"])
 		}
 		calls := pluginCalls(t, bin)
-		if req.Count != calls || req.ErrorsByKind["protocol"] != 1 {
+		if req.Count != calls || req.ErrorsByKind["panic"] != 1 || req.Errors != 1 {
 			t.Errorf("summary: %d requests, errors %v; the plugin counted %d calls, one of which panicked", req.Count, req.ErrorsByKind, calls)
+		}
+
+		// The panic is a warning: live, in the console's summary and in
+		// the JSON summary, naming the plugin, the request and where.
+		warning := `scenario "s", request "r": 1 calls panicked in protocol "noisy" (target "t"), counted as failed: Do panicked: noisy: panic on purpose in call 20 at main.(*client).Do (main.go:`
+		if !slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, warning) }) {
+			t.Errorf("the summary's warnings lack %q: %q", warning, s.Warnings)
+		}
+		live := regexp.MustCompile(`(?m)^\[ *\d+s\] WARNING: scenario "s", request "r": 1 calls so far panicked in protocol "noisy" \(target "t"\), counted as failed: Do panicked: noisy: panic on purpose in call 20 at main\.\(\*client\)\.Do \(main\.go:\d+\), called by `)
+		if !live.MatchString(r.stdout) {
+			t.Errorf("the live output lacks the panic's warning\nstdout:\n%s", r.stdout)
+		}
+		if _, after, ok := strings.Cut(r.stdout, "\nwarnings\n"); !ok || !strings.Contains(after, warning) {
+			t.Errorf("the console summary's warnings lack %q\nstdout:\n%s", warning, r.stdout)
 		}
 
 		// The plugin's pid, as it wrote it, names its profile.
@@ -157,7 +172,7 @@ func TestPluginDiagnostics(t *testing.T) {
 		if err != nil || st.Size() == 0 {
 			t.Errorf("no CPU profile of the plugin (pid %s) with HLOAD_CPUPROFILE: %v", m[1], err)
 		}
-		t.Logf("exit %d; %d calls by the plugin's count, %d in the summary, errors %v; profile %s.%s\nstderr:\n%s", r.code, calls, req.Count, req.ErrorsByKind, prof, m[1], r.stderr)
+		t.Logf("exit %d; %d calls by the plugin's count, %d in the summary, errors %v; profile %s.%s\nwarnings: %q\nstdout:\n%s\nstderr:\n%s", r.code, calls, req.Count, req.ErrorsByKind, prof, m[1], s.Warnings, r.stdout, r.stderr)
 	})
 
 	t.Run("crash", func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,14 +68,33 @@ type client struct {
 	panicAt, crashAt int64
 	countFile        string
 	calls            atomic.Int64
+
+	mu      sync.Mutex
+	written int64
+}
+
+// writeCount writes the highest call number so far to countFile, whole
+// (renamed into place), so a crash never leaves a half-written count.
+func (c *client) writeCount(n int64) {
+	if c.countFile == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n <= c.written {
+		return
+	}
+	c.written = n
+	tmp := c.countFile + ".tmp"
+	if os.WriteFile(tmp, []byte(strconv.FormatInt(n, 10)), 0o644) == nil {
+		os.Rename(tmp, c.countFile)
+	}
 }
 
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	start := time.Now()
 	n := c.calls.Add(1)
-	if c.countFile != "" {
-		os.WriteFile(c.countFile, []byte(strconv.FormatInt(n, 10)), 0o644)
-	}
+	c.writeCount(n)
 	if n == c.panicAt {
 		panic(fmt.Sprintf("noisy: panic on purpose in call %d", n))
 	}
