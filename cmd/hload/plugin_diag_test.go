@@ -52,6 +52,11 @@ func noisyCopy(t *testing.T) (string, string) {
 
 // noisyTest is a test file of the noisy plugin: 2 VUs for duration.
 func noisyTest(bin, sum, target, duration string) string {
+	return noisyTestStop(bin, sum, target, duration, "")
+}
+
+// noisyTestStop is noisyTest with extra scenario attributes.
+func noisyTestStop(bin, sum, target, duration, extra string) string {
 	return fmt.Sprintf(`
 plugin "noisy" {
   source = %q
@@ -65,6 +70,7 @@ scenario "s" {
   executor = "constant-vus"
   vus      = 2
   duration = %q
+  %s
   request "r" {
     payload = "x"
   }
@@ -72,7 +78,7 @@ scenario "s" {
 sink "csv" {
   path = "out.csv"
 }
-`, bin, sum, target, duration)
+`, bin, sum, target, duration, extra)
 }
 
 // hloadEnv runs hload in dir with extra environment, bounded by pluginLimit.
@@ -202,5 +208,37 @@ func TestPluginDiagnostics(t *testing.T) {
 			t.Errorf("summary: %d requests; the plugin counted %d calls before its crash", req.Count, calls)
 		}
 		t.Logf("exit %d; summary %d requests, errors %v; the plugin counted %d calls\nstderr:\n%s", r.code, req.Count, req.ErrorsByKind, pluginCalls(t, bin), r.stderr)
+	})
+
+	t.Run("ignored cancellation", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, dir, "test.hcl", noisyTestStop(bin, sum, "stuck_at = 30", "1s", `graceful_stop = "0s"`))
+		started := time.Now()
+		r := hloadEnv(t, dir, nil, "apply", "test.hcl", "--summary-export", "summary.json")
+		took := time.Since(started)
+		noLeftovers(t, bin)
+		s := readSummary(t, filepath.Join(dir, "summary.json"))
+		// core's warning of calls that ignore cancellation covers a
+		// plugin's: the plugin's client waits for the plugin to confirm
+		// longer than the core waits for the call.
+		warning := `scenario "s": 1 calls ignored cancellation (1 of request "r" (target "t", protocol "noisy")): still running 1s after the graceful stop ran out`
+		if !slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, warning) }) {
+			t.Errorf("the summary's warnings lack %q: %q", warning, s.Warnings)
+		}
+		if _, after, ok := strings.Cut(r.stdout, "\nwarnings\n"); !ok || !strings.Contains(after, warning) {
+			t.Errorf("the console summary's warnings lack %q\nstdout:\n%s", warning, r.stdout)
+		}
+		if !regexp.MustCompile(`(?m)^\[ *\d+s\] WARNING: ` + regexp.QuoteMeta(warning)).MatchString(r.stdout) {
+			t.Errorf("the live output lacks %q\nstdout:\n%s", warning, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "Read the 1 warning(s) above") {
+			t.Errorf("the verdict does not point at the warning\nstdout:\n%s", r.stdout)
+		}
+		req := s.Scenarios["s"].Requests["r"]
+		// The stuck call is not in the figures; the plugin counted it.
+		if calls := pluginCalls(t, bin); req == nil || req.Count != calls-1 {
+			t.Errorf("summary: %+v; the plugin counted %d calls, one of them stuck", req, calls)
+		}
+		t.Logf("exit %d after %v; %d requests in the summary, %d calls by the plugin's count; warnings %q", r.code, took.Round(time.Millisecond), req.Count, pluginCalls(t, bin), s.Warnings)
 	})
 }

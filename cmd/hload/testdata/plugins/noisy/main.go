@@ -2,7 +2,8 @@
 // to os.Stderr with fmt.Fprintln and through the log package, its call
 // number panic_at panics inside Do (the SDK recovers it), and its call
 // number crash_at crashes the whole process with a panic in a goroutine of
-// its own, outside the SDK's recovery. It counts its calls and writes the
+// its own, outside the SDK's recovery; its call number stuck_at ignores its
+// cancellation for 20 s. It counts its calls and writes the
 // count, at each call, to a file next to its binary, so a test can check
 // hload's figures against the plugin's own.
 package main
@@ -38,6 +39,7 @@ func (protocol) Describe() protocols.Info {
 		TargetSpec: hcldec.ObjectSpec{
 			"panic_at": &hcldec.AttrSpec{Name: "panic_at", Type: cty.Number},
 			"crash_at": &hcldec.AttrSpec{Name: "crash_at", Type: cty.Number},
+			"stuck_at": &hcldec.AttrSpec{Name: "stuck_at", Type: cty.Number},
 		},
 		RequestSpec: hcldec.ObjectSpec{
 			"payload": &hcldec.AttrSpec{Name: "payload", Type: cty.String},
@@ -54,7 +56,7 @@ func number(v cty.Value) int64 {
 }
 
 func (protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	c := &client{panicAt: number(target.GetAttr("panic_at")), crashAt: number(target.GetAttr("crash_at"))}
+	c := &client{panicAt: number(target.GetAttr("panic_at")), crashAt: number(target.GetAttr("crash_at")), stuckAt: number(target.GetAttr("stuck_at"))}
 	if exe, err := os.Executable(); err == nil {
 		c.countFile = exe + ".calls"
 	}
@@ -65,9 +67,9 @@ func (protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, e
 }
 
 type client struct {
-	panicAt, crashAt int64
-	countFile        string
-	calls            atomic.Int64
+	panicAt, crashAt, stuckAt int64
+	countFile                 string
+	calls                     atomic.Int64
 
 	mu      sync.Mutex
 	written int64
@@ -104,6 +106,10 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		time.Sleep(100 * time.Millisecond)
 		go func() { panic(fmt.Sprintf("noisy: crash outside the SDK in call %d", n)) }()
 		time.Sleep(time.Second) // the crash ends the process first
+	}
+	if n == c.stuckAt {
+		// Ignores its cancellation: hload must stop waiting, and say so.
+		time.Sleep(20 * time.Second)
 	}
 	select {
 	case <-time.After(2 * time.Millisecond):
