@@ -251,6 +251,10 @@ func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 	say("generator", s.saturated)
 	for _, f := range snap.Series {
 		k := seriesName{f.Scenario, f.Request}
+		// Once per request: the first panics are the telling ones.
+		if key := "panic " + f.Scenario + "/" + f.Request; !s.warned[key] {
+			say(key, livePanicWarning(r, &f))
+		}
 		if n := s.calls[k]; n > 0 && s.failed[k] == n {
 			say("failed "+f.Scenario+"/"+f.Request, fmt.Sprintf(
 				"scenario %q, request %q: every call so far failed (%d of %d)", f.Scenario, f.Request, n, n))

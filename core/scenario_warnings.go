@@ -62,7 +62,8 @@ func (sc *scenarioRun) cancelWarning() string {
 	}) {
 		n := sc.stuck[req]
 		total += n
-		parts = append(parts, fmt.Sprintf("%d of request %q (target %q)", n, req.cfg.Name, req.cfg.Target))
+		// The protocol too: a plugin's name says whose Do to fix.
+		parts = append(parts, fmt.Sprintf("%d of request %q (target %q, protocol %q)", n, req.cfg.Name, req.cfg.Target, req.cfg.Protocol))
 	}
 	return fmt.Sprintf("scenario %q: %d calls ignored cancellation (%s): still running %s after the graceful stop ran out and they were cancelled; hload stopped waiting, and they are not in the figures",
 		sc.name, total, strings.Join(parts, ", "), cancelWait)

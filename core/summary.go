@@ -33,6 +33,7 @@ func (r *run) summarise() *metrics.Summary {
 		}
 	}
 	sum.Warnings = append(sum.Warnings, requestWarnings(sum)...)
+	sum.Warnings = append(sum.Warnings, panicWarnings(r.test, sum)...)
 	sum.Warnings = append(sum.Warnings, flowWarnings(r.test, sum)...)
 	sum.Warnings = append(sum.Warnings, unjudgedWarnings(r.test, r.agg, r.end.Sub(r.info.Started))...)
 	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)

@@ -287,7 +287,7 @@ scenario "s" {
 		t.Fatal(res.err)
 	}
 	hanging := p.hanging.Load()
-	want := fmt.Sprintf(`scenario "s": %d calls ignored cancellation (%d of request "stuck" (target "t")): still running 1s after the graceful stop ran out and they were cancelled`, hanging, hanging)
+	want := fmt.Sprintf(`scenario "s": %d calls ignored cancellation (%d of request "stuck" (target "t", protocol "fault")): still running 1s after the graceful stop ran out and they were cancelled`, hanging, hanging)
 	found := false
 	for _, w := range res.sum.Warnings {
 		found = found || strings.HasPrefix(w, want)

@@ -115,6 +115,9 @@ const (
 	// byte of a response: the server most likely never saw it. It is
 	// counted as a failed attempt of its own; a retry is a new attempt.
 	ErrIdleClosed ErrorKind = "idle_closed"
+	// ErrPanic marks a call whose Do panicked and was recovered (a
+	// plugin's, by the SDK): a bug in the protocol, which hload warns of.
+	ErrPanic ErrorKind = "panic"
 )
 
 // TargetValidator is an optional ability of a Protocol: it checks a

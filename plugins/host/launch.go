@@ -57,6 +57,10 @@ type LaunchSpec struct {
 	// HangTimeout is how long a plugin with calls pending may stay silent
 	// before it is declared hung; DefaultHangTimeout when zero.
 	HangTimeout time.Duration
+	// Log receives every line the plugin writes to its stderr, prefixed
+	// with "plugin NAME: "; os.Stderr when nil. It is hload's stderr, so
+	// that stdout's progress and summary stay clean.
+	Log io.Writer
 }
 
 // Plugin is a running plugin process. It implements protocols.Protocol
@@ -129,6 +133,11 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 	}
 
 	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
+	log := spec.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	p.stderr.copyTo(log, "plugin "+spec.Name+": ")
 	p.cmd = exec.Command(spec.Path, spec.Args...)
 	// The plugin puts itself under SCHED_BATCH (see package sched); this
 	// process keeps its policy. go-plugin appends hload's environment
@@ -143,7 +152,13 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		AutoMTLS:         true,
 		GRPCDialOptions:  sdk.GRPCDialOptions(),
 		StartTimeout:     spec.StartTimeout,
-		Stderr:           p.stderr,
+		// The process's own stderr: the runtime's crash output and what
+		// the plugin writes before sdk.Serve.
+		Stderr: p.stderr,
+		// go-plugin's gRPC stdio: os.Stderr once sdk.Serve replaced it,
+		// which is where log, fmt.Fprintln(os.Stderr) and the SDK's
+		// recovered panics go. Without it go-plugin drops them.
+		SyncStderr: p.stderr.stream(),
 		// go-plugin logs every plugin stderr line and its own chatter;
 		// the user sees the lines that matter in errors instead.
 		Logger:  hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: io.Discard, Level: hclog.Off}),
@@ -177,7 +192,7 @@ func (p *Plugin) start(ctx context.Context) error {
 	p.remote, err = sdk.NewRemote(dctx, pc, sdk.RemoteOptions{
 		Name:        p.spec.Name,
 		HangTimeout: p.spec.HangTimeout,
-		Stderr:      p.stderr.Lines,
+		Stderr:      p.lastLines,
 		// A plugin built with the SDK of an older wire version gets what
 		// that version has.
 		ProtocolVersion: p.client.NegotiatedVersion(),
@@ -296,6 +311,7 @@ func (p *Plugin) Kill() {
 			p.cmd.Process.Kill()
 		}
 		<-done
+		p.stderr.flush()
 	})
 }
 
@@ -320,6 +336,24 @@ func (p *Plugin) Path() string { return p.spec.Path }
 
 // Stderr returns the plugin's last stderr lines, oldest first.
 func (p *Plugin) Stderr() []string { return p.stderr.Lines() }
+
+// stderrDrain bounds the wait for a dead plugin's last stderr lines.
+const stderrDrain = 2 * time.Second
+
+// lastLines returns the plugin's last stderr lines for a failure message.
+// A plugin that crashed wrote its last lines (the runtime's panic and
+// stack) just before it died, and the host sees the broken connection as
+// soon as the lines: so when the process is dead, it waits until go-plugin
+// has read its stderr to the end (Exited is set only after that).
+func (p *Plugin) lastLines() []string {
+	if pid := p.Pid(); pid != 0 && dead(pid) {
+		deadline := time.Now().Add(stderrDrain)
+		for !p.client.Exited() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return p.stderr.Lines()
+}
 
 // Pid is the plugin's process id, or 0 before it started.
 func (p *Plugin) Pid() int {

@@ -62,6 +62,11 @@ func PluginSets(impl protocols.Protocol) map[int]plugin.PluginSet {
 func Serve(impl protocols.Protocol) {
 	// Best effort: a plugin runs the same, only slower, without it.
 	sched.YieldIfAsked(os.LookupEnv)
+	// go-plugin's Serve returns when hload asks the plugin to shut down,
+	// which is how hload ends every plugin it started; a plugin killed
+	// outright (hung, or slow to stop) leaves no profile.
+	stop := startProfile(os.LookupEnv)
+	defer stop()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake(),
 		VersionedPlugins: PluginSets(impl),

@@ -520,11 +520,12 @@ func TestHarnessProtocolFaults(t *testing.T) {
 	tests := []struct {
 		name string
 		do   func(context.Context, protocols.Call, func(protocols.Sample))
+		kind protocols.ErrorKind
 	}{
-		{"panic", func(context.Context, protocols.Call, func(protocols.Sample)) { panic("boom") }},
+		{"panic", func(context.Context, protocols.Call, func(protocols.Sample)) { panic("boom") }, protocols.ErrPanic},
 		{"no request sample", func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
 			emit(protocols.Sample{Metric: protocols.MetricTTFB})
-		}},
+		}, protocols.ErrProtocol},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -532,7 +533,7 @@ func TestHarnessProtocolFaults(t *testing.T) {
 			for range 2 { // the plugin survives the first
 				got := collect(context.Background(), c, protocols.Call{VU: 1, Request: request("/")})
 				last := got[len(got)-1]
-				if last.Metric != protocols.MetricRequest || last.Error != protocols.ErrProtocol {
+				if last.Metric != protocols.MetricRequest || last.Error != tt.kind {
 					t.Fatalf("got %+v", got)
 				}
 			}

@@ -124,7 +124,7 @@ var (
 func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) (*Remote, error) {
 	d, err := c.Describe(ctx, &proto.DescribeRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("plugin %q: describe: %w", opts.Name, err)
+		return nil, fmt.Errorf("plugin %q: describe: %w", opts.Name, rpcErr(err))
 	}
 	if opts.Name == "" {
 		opts.Name = d.Name
@@ -199,7 +199,7 @@ func (r *Remote) validate(kind proto.ValidateRequest_Kind, val cty.Value, ty cty
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("plugin %q: validating the %s: %w", r.opts.Name, what, err)
+		return "", fmt.Errorf("plugin %q: validating the %s: %w", r.opts.Name, what, rpcErr(err))
 	}
 	if resp.Error == "" {
 		return "", nil
@@ -229,7 +229,7 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		return nil, fmt.Errorf("plugin %q: open: %s", r.opts.Name, st.Message())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("plugin %q: open: %w", r.opts.Name, err)
+		return nil, fmt.Errorf("plugin %q: open: %w", r.opts.Name, rpcErr(err))
 	}
 	// The stream lives as long as the client, not as Open's ctx.
 	streamCtx, cancel := context.WithCancel(context.Background())
@@ -244,7 +244,7 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		closeCtx, done := context.WithTimeout(context.Background(), closeTimeout)
 		r.c.CloseClient(closeCtx, &proto.CloseRequest{ClientId: resp.ClientId})
 		done()
-		return nil, fmt.Errorf("plugin %q: opening the call stream: %w", r.opts.Name, err)
+		return nil, fmt.Errorf("plugin %q: opening the call stream: %w", r.opts.Name, rpcErr(err))
 	}
 	c := &client{
 		r:         r,
@@ -424,7 +424,7 @@ func (c *client) Prepare(request cty.Value) (any, error) {
 	defer cancel()
 	resp, err := c.r.c.Prepare(ctx, &proto.PrepareRequest{ClientId: c.id, RequestMsgpack: b})
 	if err != nil {
-		return nil, fmt.Errorf("plugin %q: prepare: %w", c.r.opts.Name, err)
+		return nil, fmt.Errorf("plugin %q: prepare: %w", c.r.opts.Name, rpcErr(err))
 	}
 	if resp.Handle == 0 {
 		return nil, fmt.Errorf("plugin %q: prepare: the plugin returned no handle", c.r.opts.Name)
@@ -618,7 +618,7 @@ func (c *client) Close() error {
 	defer done()
 	resp, err := c.r.c.CloseClient(ctx, &proto.CloseRequest{ClientId: c.id})
 	if err != nil {
-		return fmt.Errorf("plugin %q: close: %w", c.r.opts.Name, err)
+		return fmt.Errorf("plugin %q: close: %w", c.r.opts.Name, rpcErr(err))
 	}
 	if resp.Error != "" {
 		return fmt.Errorf("plugin %q: close: %s", c.r.opts.Name, resp.Error)
@@ -791,7 +791,7 @@ func (c *client) send() {
 		c.sent.Add(1)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				c.fail("exited: "+err.Error(), err)
+				c.fail("exited: "+rpcErr(err).Error(), err)
 			}
 			// On io.EOF the stream's real status comes from Recv.
 			return
@@ -951,7 +951,7 @@ func (c *client) receive() {
 				if err == io.EOF {
 					c.fail("closed the call stream", nil)
 				} else {
-					c.fail("exited: "+err.Error(), err)
+					c.fail("exited: "+rpcErr(err).Error(), err)
 				}
 			}
 			return

@@ -649,8 +649,14 @@ func (r *run) do(ctx context.Context, cs *callState, call protocols.Call) {
 	defer func() {
 		if p := recover(); p != nil {
 			// A panicking protocol costs one call, not the plugin and
-			// every VU behind it.
-			fmt.Fprintf(os.Stderr, "hload plugin: Do panicked: %v\n%s", p, debug.Stack())
+			// every VU behind it. The whole stack goes to stderr, which
+			// hload shows; the call's sample says where, for hload's
+			// warning.
+			stack := debug.Stack()
+			fmt.Fprintf(os.Stderr, "hload plugin: Do panicked: %v\n%s", p, stack)
+			if !cs.sawRequest {
+				cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrPanic, Message: panicMessage(p, stack)})
+			}
 		}
 		if !cs.sawRequest {
 			// The contract is one request sample per call; the host counts
