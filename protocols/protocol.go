@@ -37,6 +37,10 @@ type Info struct {
 	// samples, do not watch them: a threshold on a gauge is rejected at
 	// load rather than passing on a value of 0.
 	Gauges []string
+	// TargetDocs and RequestDocs describe attributes of TargetSpec and
+	// RequestSpec by name, and give them defaults. Optional; honoured for
+	// plugins (the SDK applies the defaults).
+	TargetDocs, RequestDocs map[string]AttrDoc
 }
 
 // Protocol is implemented by every protocol.

@@ -110,12 +110,18 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 
 // Attribute is one attribute of a schema: an hcldec.AttrSpec.
 type Attribute struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	TypeJson      []byte                 `protobuf:"bytes,2,opt,name=type_json,json=typeJson,proto3" json:"type_json,omitempty"` // cty type, as go-cty's JSON type encoding
-	Required      bool                   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	TypeJson []byte                 `protobuf:"bytes,2,opt,name=type_json,json=typeJson,proto3" json:"type_json,omitempty"` // cty type, as go-cty's JSON type encoding
+	Required bool                   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
+	// What the attribute is for, shown by `hload plugin describe`; empty
+	// from a plugin built before the field.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// The value the protocol receives when the user leaves the attribute
+	// out: cty msgpack of the attribute's type. Empty: no default.
+	DefaultMsgpack []byte `protobuf:"bytes,5,opt,name=default_msgpack,json=defaultMsgpack,proto3" json:"default_msgpack,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Attribute) Reset() {
@@ -167,6 +173,20 @@ func (x *Attribute) GetRequired() bool {
 		return x.Required
 	}
 	return false
+}
+
+func (x *Attribute) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Attribute) GetDefaultMsgpack() []byte {
+	if x != nil {
+		return x.DefaultMsgpack
+	}
+	return nil
 }
 
 type DescribeResponse struct {
@@ -1312,11 +1332,13 @@ var File_hload_proto protoreflect.FileDescriptor
 const file_hload_proto_rawDesc = "" +
 	"\n" +
 	"\vhload.proto\x12\x0fhload.plugin.v1\"\x11\n" +
-	"\x0fDescribeRequest\"X\n" +
+	"\x0fDescribeRequest\"\xa3\x01\n" +
 	"\tAttribute\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttype_json\x18\x02 \x01(\fR\btypeJson\x12\x1a\n" +
-	"\brequired\x18\x03 \x01(\bR\brequired\"\xef\x02\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12'\n" +
+	"\x0fdefault_msgpack\x18\x05 \x01(\fR\x0edefaultMsgpack\"\xef\x02\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1f\n" +

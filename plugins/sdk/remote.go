@@ -144,6 +144,14 @@ func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: request schema: %w", opts.Name, err)
 	}
+	targetDocs, err := schemaDocs(d.TargetSchema, target)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: target schema: %w", opts.Name, err)
+	}
+	requestDocs, err := schemaDocs(d.RequestSchema, request)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: request schema: %w", opts.Name, err)
+	}
 	return &Remote{
 		c:          c,
 		opts:       opts,
@@ -155,6 +163,8 @@ func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) 
 			RequestSpec: request,
 			Metrics:     d.Metrics,
 			Gauges:      d.Gauges,
+			TargetDocs:  targetDocs,
+			RequestDocs: requestDocs,
 		},
 		targetType:       hcldec.ImpliedType(target),
 		requestType:      hcldec.ImpliedType(request),

@@ -38,7 +38,11 @@ type server struct {
 	describeErr error
 	targetType  cty.Type
 	requestType cty.Type
-	heartbeat   time.Duration
+	// The schemas' defaults, filled in here, on the plugin's side, so that
+	// every host, an older one too, gives the protocol the same values,
+	// and its validators see them at `hload validate`.
+	targetDefaults, requestDefaults defaults
+	heartbeat                       time.Duration
 	// version is the wire version agreed on: at 2 the server answers as a
 	// plugin built before version 3 does (no Prepare, no attribute
 	// columns), so that a test plays one with the current code.
@@ -91,16 +95,18 @@ func newServer(impl protocols.Protocol, version int) *server {
 	}
 	// Encoded once: a schema the wire cannot carry is the plugin author's
 	// bug, reported by Describe to whoever starts the plugin.
-	target, err := SchemaToProto(info.TargetSpec)
+	target, err := schemaToProto(info.TargetSpec, info.TargetDocs)
 	if err != nil {
 		s.describeErr = fmt.Errorf("target schema: %w", err)
 		return s
 	}
-	request, err := SchemaToProto(info.RequestSpec)
+	request, err := schemaToProto(info.RequestSpec, info.RequestDocs)
 	if err != nil {
 		s.describeErr = fmt.Errorf("request schema: %w", err)
 		return s
 	}
+	s.targetDefaults = newDefaults(info.TargetSpec, info.TargetDocs)
+	s.requestDefaults = newDefaults(info.RequestSpec, info.RequestDocs)
 	_, validatesTarget := impl.(protocols.TargetValidator)
 	_, validatesRequest := impl.(protocols.RequestValidator)
 	s.describe = &proto.DescribeResponse{
@@ -128,14 +134,15 @@ func (s *server) Describe(context.Context, *proto.DescribeRequest) (*proto.Descr
 // when it has one. A validator that panics is the author's bug; it is
 // reported as the value's error rather than taking the plugin down.
 func (s *server) Validate(_ context.Context, req *proto.ValidateRequest) (resp *proto.ValidateResponse, err error) {
-	ty := s.targetType
+	ty, defs := s.targetType, s.targetDefaults
 	if req.Kind == proto.ValidateRequest_REQUEST {
-		ty = s.requestType
+		ty, defs = s.requestType, s.requestDefaults
 	}
 	val, err := decodeValue(req.ValueMsgpack, ty)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decoding the value: %v", err)
 	}
+	val = defs.apply(val)
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(os.Stderr, "hload plugin: Validate panicked: %v\n%s", p, debug.Stack())
@@ -171,6 +178,7 @@ func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenR
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decoding the target: %v", err)
 	}
+	target = s.targetDefaults.apply(target)
 	// Each client has a mirror of its own: the keys it watches are asked
 	// for on its Run stream.
 	m := newMirror()
@@ -206,9 +214,9 @@ func (s *server) Prepare(_ context.Context, req *proto.PrepareRequest) (*proto.P
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "decoding the request: %v", err)
 	}
-	p := preparedRequest{request: val}
+	p := preparedRequest{request: s.requestDefaults.apply(val)}
 	if preparer, ok := o.client.(protocols.Preparer); ok {
-		p.prepared = prepare(preparer, val)
+		p.prepared = prepare(preparer, p.request)
 	}
 	o.mu.Lock()
 	o.lastHandle++
@@ -380,6 +388,7 @@ func (r *run) handle(b *proto.CallBatch) {
 			case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
 				n := len(r.attrs.schema.names)
 				call.Request, err = r.attrs.decode(b.AttrValues, b.AttrValue[attr:attr+n], b.AttrType[attr:attr+n])
+				call.Request = r.s.requestDefaults.apply(call.Request)
 				attr += n
 			default:
 				// Decoded here rather than on the call's goroutine: the
@@ -638,6 +647,7 @@ func (r *run) decodeRequest(b []byte) (cty.Value, error) {
 	if err != nil {
 		return cty.NilVal, err
 	}
+	v = r.s.requestDefaults.apply(v) // cached with its defaults
 	if len(r.requests) >= requestCacheSize {
 		clear(r.requests) // varying requests: start over rather than track age
 	}
