@@ -172,10 +172,10 @@ func TestEchoPluginExample(t *testing.T) {
 	want := host.Description{
 		Name: "echo", Version: "0.1.0", SDKVersion: sdk.Version, ProtocolVersion: sdk.ProtocolVersion,
 		TargetSchema: []host.SchemaAttribute{
-			{Name: "address", Type: "string", Required: true},
-			{Name: "timeout", Type: "string"},
+			{Name: "address", Type: "string", Required: true, Description: "The echo server, as host:port."},
+			{Name: "timeout", Type: "string", Description: "How long a call may take: a duration or a number of seconds.", Default: "5s"},
 		},
-		RequestSchema: []host.SchemaAttribute{{Name: "payload", Type: "string", Required: true}},
+		RequestSchema: []host.SchemaAttribute{{Name: "payload", Type: "string", Description: "What a call sends and expects back.", Default: "ping"}},
 		Metrics:       []string{},
 		Gauges:        []string{},
 	}
@@ -332,4 +332,55 @@ scenario "ping" {
 			}
 		})
 	}
+}
+
+// TestEchoDefaultPayload: a request that leaves out the echo plugin's
+// payload sends the default the plugin declares, "ping", as the echo
+// server, which hload does not write, counts: 4 bytes on each connection,
+// one connection per request. validate accepts the file first.
+func TestEchoDefaultPayload(t *testing.T) {
+	requirePlugins(t)
+	bin, _ := pluginCopy(t, "echo")
+	srv := startEchoServer(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", fmt.Sprintf(`plugin "echo" {
+  source = %q
+}
+target "echo" {
+  protocol = "echo"
+  address  = %q
+}
+scenario "ping" {
+  executor = "constant-vus"
+  vus      = 2
+  duration = "1s"
+  request "default" {
+    check {
+      body_contains = "ping"
+    }
+  }
+}
+`, bin, srv.addr))
+	if r := hload(t, dir, "validate", "test.hcl"); r.code != exitOK {
+		t.Fatalf("validate: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if conns := srv.conns.Load(); conns != 0 {
+		t.Fatalf("validate connected %d times", conns)
+	}
+	r := hload(t, dir, "apply", "--quiet", "--summary-export", "summary.json", "test.hcl")
+	noLeftovers(t, bin)
+	if r.code != exitOK {
+		t.Fatalf("apply: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	srv.stop(t)
+	s := readSummary(t, filepath.Join(dir, "summary.json"))
+	req := s.Scenarios["ping"].Requests["default"]
+	conns, echoed := srv.conns.Load(), srv.bytes.Load()
+	if req == nil || req.Count == 0 || req.Count != conns || req.Errors != 0 || req.Checks.Passed != req.Count {
+		t.Fatalf("summary %+v, the server accepted %d connections: want one clean request per connection", req, conns)
+	}
+	if echoed != conns*int64(len("ping")) {
+		t.Errorf("the server echoed %d bytes on %d connections, want %d: 4 bytes (\"ping\") each", echoed, conns, conns*4)
+	}
+	t.Logf("1 s, 2 VUs, no payload: %d requests, %d connections, %d bytes echoed", req.Count, conns, echoed)
 }

@@ -41,7 +41,16 @@ func (echo) Describe() protocols.Info {
 			"timeout": &hcldec.AttrSpec{Name: "timeout", Type: cty.String},
 		},
 		RequestSpec: hcldec.ObjectSpec{
-			"payload": &hcldec.AttrSpec{Name: "payload", Type: cty.String, Required: true},
+			"payload": &hcldec.AttrSpec{Name: "payload", Type: cty.String},
+		},
+		// What `hload plugin describe` shows of each attribute. A default
+		// is what the protocol receives when the user leaves it out.
+		TargetDocs: map[string]protocols.AttrDoc{
+			"address": {Description: "The echo server, as host:port."},
+			"timeout": {Description: "How long a call may take: a duration or a number of seconds.", Default: cty.StringVal("5s")},
+		},
+		RequestDocs: map[string]protocols.AttrDoc{
+			"payload": {Description: "What a call sends and expects back.", Default: cty.StringVal("ping")},
 		},
 	}
 }

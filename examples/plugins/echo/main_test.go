@@ -143,7 +143,7 @@ func TestDescribe(t *testing.T) {
 	}{
 		{info.TargetSpec, "address", true},
 		{info.TargetSpec, "timeout", false},
-		{info.RequestSpec, "payload", true},
+		{info.RequestSpec, "payload", false},
 	} {
 		a, ok := tc.spec[tc.name].(*hcldec.AttrSpec)
 		if !ok || a.Type != cty.String || a.Required != tc.required {
