@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -654,8 +655,14 @@ func TestPluginOfWireVersion2(t *testing.T) {
 	if v := p.ProtocolVersion(); v != 2 {
 		t.Fatalf("agreed on wire version %d, want 2", v)
 	}
-	if d := Describe(p); d.ProtocolVersion != 2 {
+	d := Describe(p)
+	if d.ProtocolVersion != 2 {
 		t.Errorf("Describe says wire version %d, want 2", d.ProtocolVersion)
+	}
+	// A plugin that declares no descriptions and defaults, as one built
+	// before them, describes as it did: no such keys in the JSON.
+	if b, err := json.Marshal(d); err != nil || strings.Contains(string(b), `"description"`) || strings.Contains(string(b), `"default"`) {
+		t.Errorf("describe JSON %s, %v: want no description or default", b, err)
 	}
 	c, err := p.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)}))
 	if err != nil {
