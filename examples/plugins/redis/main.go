@@ -55,6 +55,17 @@ func (redis) Describe() protocols.Info {
 			"value":   &hcldec.AttrSpec{Name: "value", Type: cty.String},
 			"args":    &hcldec.AttrSpec{Name: "args", Type: cty.List(cty.String)},
 		},
+		TargetDocs: map[string]protocols.AttrDoc{
+			"address": {Description: "The Redis server, as host:port."},
+			"timeout": {Description: "How long a call may take, dial included: a duration or a number of seconds.", Default: cty.StringVal("5s")},
+			"pool":    {Description: "The most idle connections the target keeps, 1 to 10000.", Default: cty.NumberIntVal(16)},
+		},
+		RequestDocs: map[string]protocols.AttrDoc{
+			"command": {Description: "One Redis command, such as GET, SET, INCR, DEL, or any other with args."},
+			"key":     {Description: "The key of GET, SET, INCR and DEL."},
+			"value":   {Description: "The value of SET."},
+			"args":    {Description: "The arguments of any other command, in order."},
+		},
 	}
 }
 

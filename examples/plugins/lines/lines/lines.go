@@ -72,6 +72,14 @@ func New() *Protocol {
 			"line":   &hcldec.AttrSpec{Name: "line", Type: cty.String, Required: true},
 			"expect": &hcldec.AttrSpec{Name: "expect", Type: cty.String},
 		},
+		TargetDocs: map[string]protocols.AttrDoc{
+			"address": {Description: "The server, as host:port."},
+			"timeout": {Description: "How long a call may take, dial included: a duration or a number of seconds; 5s when left out."},
+		},
+		RequestDocs: map[string]protocols.AttrDoc{
+			"line":   {Description: "The line a call sends, without its newline."},
+			"expect": {Description: "The reply line a call expects: status 200 when it matches, 500 when not."},
+		},
 		// Besides the request: a VU's first call, and its first after a
 		// failure, dials and times the connection.
 		Metrics: []string{protocols.MetricConnect},
