@@ -133,12 +133,13 @@ func TestSelfMeterReadsSteal(t *testing.T) {
 	if steal < 0 || steal > got {
 		t.Fatalf("steal grew %v of %v", steal, got)
 	}
-	// Ticks of 10 ms on each CPU, read a little apart from the clock. A
-	// hypervisor's steal is counted from its own clock, on top of the
-	// ticks (seen: 1.11 s over 0.5 s on 2 CPUs, 320 ms of it steal), so
-	// the time of every kind but steal fits in the wall time, and the
-	// whole covers it.
-	if slack := time.Duration(online) * 30 * time.Millisecond; got < want-slack || got-steal > want+slack {
+	// On this kind of VM the kernel's account drifts from the wall clock
+	// both ways: a hypervisor's steal is counted on top of the ticks
+	// (seen: 1.11 s over 0.5 s on 2 CPUs, 320 ms of it steal), and idle
+	// CPUs' time lags (seen: 820 ms over 0.5 s on 2 CPUs, no steal). Only
+	// its ratio to steal is used, so what is checked here is its unit: a
+	// CPU's second counts as about a second, not a tenth or ten.
+	if got < want/2 || got-steal > want*3/2 {
 		t.Errorf("the machine's CPU time grew %v (%v of it steal) over %v of wall time on %d CPUs, want about %v", got, steal, wall, online, want)
 	}
 }
