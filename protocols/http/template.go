@@ -61,6 +61,7 @@ func (c *Client) Template(shape cty.Value, holes int) (any, error) {
 			if err := j.build(*v, cty.GetAttrPath("json"), order); err != nil {
 				return nil, err
 			}
+			j.tail, j.lit = j.lit, nil // the text after the last hole
 			t.json = j
 		default:
 			return nil, fmt.Errorf("attribute %s has holes inside", requestAttrNames[i])
@@ -163,9 +164,6 @@ func (j *jsonTemplate) build(v cty.Value, path cty.Path, order []cty.Path) error
 		j.lit = append(j.lit, ']')
 	default:
 		return fmt.Errorf("json has holes inside a %s", t.FriendlyName())
-	}
-	if path.Equals(cty.GetAttrPath("json")) {
-		j.tail, j.lit = j.lit, nil
 	}
 	return nil
 }
