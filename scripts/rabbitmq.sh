@@ -42,59 +42,15 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server
 CTL=/usr/lib/rabbitmq/bin/rabbitmqctl
 MARK=.hload-rabbitmq
-# One lock for every apt-get of hload's scripts: dpkg allows one at a time,
-# and two test runs may both find the package missing.
-APT_LOCK=/tmp/hload-apt.lock
+# shellcheck source=apt.sh
+. "$(dirname "$SELF")/apt.sh"
 
 log() { echo "rabbitmq.sh: $*" >&2; }
 
-# install installs Debian's rabbitmq-server when it is missing. Debian's
-# maintainer scripts would start the system broker through invoke-rc.d; a
-# policy-rc.d that answers 101 forbids that. One is put in place only for
-# the install when the machine has none, and removed after.
+# install installs Debian's rabbitmq-server when it is missing, without
+# starting the system's broker (scripts/apt.sh).
 install() {
-	if [ -x "$SERVER" ]; then
-		return
-	fi
-	if [ "$(id -u)" != 0 ]; then
-		log "rabbitmq-server is not installed and installing it needs root"
-		exit 1
-	fi
-	exec 9>>"$APT_LOCK"
-	if ! flock -w 900 9; then
-		log "waited 900s for another install to finish ($APT_LOCK)"
-		exit 1
-	fi
-	if [ -x "$SERVER" ]; then # installed by the run that held the lock
-		exec 9>&-
-		return
-	fi
-	local policy=/usr/sbin/policy-rc.d ours=
-	if [ ! -e "$policy" ]; then
-		printf '#!/bin/sh\nexit 101\n' >"$policy"
-		chmod 755 "$policy"
-		ours=1
-	fi
-	log "installing rabbitmq-server (apt-get)"
-	if ! apt-cache show rabbitmq-server >/dev/null 2>&1; then
-		timeout 300 apt-get update >&2
-	fi
-	if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends rabbitmq-server >&2; then
-		# Package lists that name files the mirror no longer has: refresh
-		# them once and try again.
-		timeout 300 apt-get update >&2
-		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends rabbitmq-server >&2
-	fi
-	if [ -n "$ours" ]; then
-		rm -f "$policy"
-	fi
-	# Should the system broker, which this install brought, have started
-	# anyway (a machine with systemd and its own policy), stop it: our node
-	# must be the only one we test.
-	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet rabbitmq-server 2>/dev/null; then
-		systemctl stop rabbitmq-server >&2 || true
-	fi
-	exec 9>&-
+	apt_install "rabbitmq-server:$SERVER" || exit 1
 }
 
 # use_dir sets DIR and the node's settings from the folder given, or from

@@ -23,51 +23,15 @@ SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SERVER=/usr/bin/redis-server
 MARK=.hload-redis
-# The lock every apt-get of hload's scripts takes: dpkg allows one at a time.
-APT_LOCK=/tmp/hload-apt.lock
+# shellcheck source=apt.sh
+. "$(dirname "$SELF")/apt.sh"
 
 log() { echo "redis.sh: $*" >&2; }
 
-# install installs Debian's redis-server when it is missing. A policy-rc.d
-# that answers 101 keeps the package from starting the system's server.
+# install installs Debian's redis-server when it is missing, without
+# starting the system's server (scripts/apt.sh).
 install() {
-	if [ -x "$SERVER" ]; then
-		return
-	fi
-	if [ "$(id -u)" != 0 ]; then
-		log "redis-server is not installed and installing it needs root"
-		exit 1
-	fi
-	exec 9>>"$APT_LOCK"
-	if ! flock -w 900 9; then
-		log "waited 900s for another install to finish ($APT_LOCK)"
-		exit 1
-	fi
-	if [ -x "$SERVER" ]; then
-		exec 9>&-
-		return
-	fi
-	local policy=/usr/sbin/policy-rc.d ours=
-	if [ ! -e "$policy" ]; then
-		printf '#!/bin/sh\nexit 101\n' >"$policy"
-		chmod 755 "$policy"
-		ours=1
-	fi
-	log "installing redis-server (apt-get)"
-	if ! apt-cache show redis-server >/dev/null 2>&1; then
-		timeout 300 apt-get update >&2
-	fi
-	if ! DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends redis-server >&2; then
-		timeout 300 apt-get update >&2
-		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends redis-server >&2
-	fi
-	if [ -n "$ours" ]; then
-		rm -f "$policy"
-	fi
-	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
-		systemctl stop redis-server >&2 || true
-	fi
-	exec 9>&-
+	apt_install "redis-server:$SERVER" || exit 1
 }
 
 use_dir() {
