@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core/metrics"
-	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/plugins/host"
 )
 
 // The plugin binaries the end-to-end plugin tests run: the example plugin,
@@ -472,7 +472,7 @@ func TestPluginStartFailures(t *testing.T) {
 		// go-plugin's refusal, printed by the plugin itself, is its last
 		// stderr line; the hint says what it means.
 		{"badcookie", []string{"magic cookie", "This binary is a plugin"}},
-		{"badversion", []string{"protocol version", fmt.Sprintf("version %d", sdk.ProtocolVersion+1), fmt.Sprintf("version %d", sdk.ProtocolVersion)}},
+		{"badversion", []string{"protocol version", fmt.Sprintf("version %d", host.ProtocolVersion+1), fmt.Sprintf("version %d", host.ProtocolVersion)}},
 	} {
 		t.Run(tc.plugin, func(t *testing.T) {
 			bin, sum := pluginCopy(t, tc.plugin)

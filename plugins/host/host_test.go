@@ -22,7 +22,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
 )
 
@@ -202,7 +201,7 @@ func TestPluginRunsCalls(t *testing.T) {
 	}
 
 	d := Describe(p)
-	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != sdk.ProtocolVersion {
+	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != ProtocolVersion {
 		t.Errorf("Describe = %+v", d)
 	}
 	if len(d.TargetSchema) != 1 || d.TargetSchema[0] != (SchemaAttribute{Name: "address", Type: "string", Required: true}) {
@@ -379,7 +378,7 @@ func TestStartFailures(t *testing.T) {
 		want []string
 	}{
 		{"wrong-cookie", []string{"magic cookie did not match", "This binary is a plugin"}},
-		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d", sdk.ProtocolVersion)}},
+		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d", ProtocolVersion)}},
 		{"hang", []string{"did not start within 1s", "fake: hanging at start"}},
 	}
 	for _, c := range cases {
@@ -604,8 +603,8 @@ func TestPluginPreparedAndDynamicCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Kill()
-	if v := p.ProtocolVersion(); v != sdk.ProtocolVersion {
-		t.Fatalf("agreed on wire version %d, want %d", v, sdk.ProtocolVersion)
+	if v := p.ProtocolVersion(); v != ProtocolVersion {
+		t.Fatalf("agreed on wire version %d, want %d", v, ProtocolVersion)
 	}
 	target := cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)})
 	a, err := p.Open(context.Background(), target)

@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/internal/wire"
 	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
 )
@@ -131,25 +132,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fake: hanging at start")
 		time.Sleep(time.Hour)
 	case "wrong-cookie":
-		hs := sdk.Handshake()
+		hs := wire.Handshake()
 		hs.MagicCookieValue = "another-program"
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  hs,
-			VersionedPlugins: sdk.PluginSets(fake{}),
+			VersionedPlugins: wire.PluginSets(fake{}),
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 	case "wrong-version":
-		hs := sdk.Handshake()
+		hs := wire.Handshake()
 		hs.ProtocolVersion = 99
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  hs,
-			VersionedPlugins: map[int]plugin.PluginSet{99: sdk.PluginSets(fake{})[sdk.ProtocolVersion]},
+			VersionedPlugins: map[int]plugin.PluginSet{99: wire.PluginSets(fake{})[wire.ProtocolVersion]},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 	case "v2":
 		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig:  sdk.Handshake(),
-			VersionedPlugins: map[int]plugin.PluginSet{2: sdk.PluginSets(fake{})[2]},
+			HandshakeConfig:  wire.Handshake(),
+			VersionedPlugins: map[int]plugin.PluginSet{2: wire.PluginSets(fake{})[2]},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 	default:

@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"runtime/debug"
@@ -20,7 +20,7 @@ func TestPanicMessage(t *testing.T) {
 		}()
 		panicky()
 	}()
-	want := "Do panicked: boom at github.com/hload/hload/plugins/sdk.panicky (panic_test.go:9), called by github.com/hload/hload/plugins/sdk.TestPanicMessage.func1 (panic_test.go:"
+	want := "Do panicked: boom at github.com/hload/hload/plugins/internal/wire.panicky (panic_test.go:9), called by github.com/hload/hload/plugins/internal/wire.TestPanicMessage.func1 (panic_test.go:"
 	if !strings.HasPrefix(msg, want) {
 		t.Errorf("message %q\nwant it to start %q", msg, want)
 	}

@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"context"
@@ -8,16 +8,14 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/hload/hload/plugins/proto"
 	"github.com/hload/hload/protocols"
 )
 
 // Harness runs a protocol through the whole wire (the plugin's server and
-// the host's Remote over an in-memory gRPC connection) without a process,
-// so a plugin's author can test it with `go test`. It implements
-// protocols.Protocol.
+// the host's Remote over an in-process connection) without a process. It
+// implements protocols.Protocol. sdktest.Harness is its author's face.
 type Harness struct {
 	*Remote
 
@@ -27,25 +25,20 @@ type Harness struct {
 	closeOnce sync.Once
 }
 
-// harnessBuffer is the in-memory connection's buffer; the size of a socket
-// buffer, so flow control behaves roughly as over a unix socket.
-const harnessBuffer = 1 << 20
-
-// NewHarness starts impl behind an in-memory connection.
-func NewHarness(impl protocols.Protocol) (*Harness, error) {
-	return newHarness(impl, RemoteOptions{})
+// Listener is an in-process listener that a dialer connects to, such as
+// grpc/test/bufconn's: the connection a Harness runs over. It is the
+// caller's, so that this package, linked into hload and every plugin,
+// holds no test-only gRPC package.
+type Listener interface {
+	net.Listener
+	DialContext(ctx context.Context) (net.Conn, error)
 }
 
-func newHarness(impl protocols.Protocol, opts RemoteOptions) (*Harness, error) {
-	return newHarnessOpts(impl, opts)
-}
-
-// newHarnessOpts is newHarness with the gRPC server's options, for tests
-// that play an older or broken plugin.
-func newHarnessOpts(impl protocols.Protocol, opts RemoteOptions, serverOpts ...grpc.ServerOption) (*Harness, error) {
-	lis := bufconn.Listen(harnessBuffer)
-	// Both ends speak the version the options ask for, as a handshake
-	// would agree on.
+// NewHarness serves impl on lis and connects a Remote to it. Both ends
+// speak the wire version opts ask for, as a handshake would agree on;
+// serverOpts are the gRPC server's, for tests that play an older or broken
+// plugin.
+func NewHarness(impl protocols.Protocol, opts RemoteOptions, lis Listener, serverOpts ...grpc.ServerOption) (*Harness, error) {
 	srv := newServer(impl, opts.protocolVersion())
 	gs := grpc.NewServer(serverOpts...)
 	proto.RegisterProtocolServer(gs, srv)
@@ -53,7 +46,7 @@ func newHarnessOpts(impl protocols.Protocol, opts RemoteOptions, serverOpts ...g
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, "bufconn",
+	conn, err := grpc.DialContext(ctx, "in-process",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return lis.DialContext(ctx)
 		}),

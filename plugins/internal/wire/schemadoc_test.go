@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func (documentedClient) Close() error { return nil }
 // attribute out (Open, Validate, Do), and the user's value elsewhere.
 func TestSchemaDocs(t *testing.T) {
 	d := newDocumented()
-	h, err := NewHarness(d)
+	h, err := newHarness(d, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"context"
@@ -67,7 +67,7 @@ var _ interface {
 // comes back with the attribute at fault.
 func TestHarnessValidates(t *testing.T) {
 	v := &validating{}
-	h, err := NewHarness(v)
+	h, err := newHarness(v, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestOldPluginHasNoValidator(t *testing.T) {
 // TestHarnessMetrics: the metrics a protocol declares cross Describe.
 func TestHarnessMetrics(t *testing.T) {
 	m := &metricsFake{}
-	h, err := NewHarness(m)
+	h, err := newHarness(m, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"context"
@@ -112,7 +112,7 @@ func newServer(impl protocols.Protocol, version int) *server {
 	s.describe = &proto.DescribeResponse{
 		Name:             info.Name,
 		Version:          info.Version,
-		SdkVersion:       Version,
+		SdkVersion:       SDKVersion,
 		TargetSchema:     target,
 		RequestSchema:    request,
 		Metrics:          info.Metrics,

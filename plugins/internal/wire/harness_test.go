@@ -1,4 +1,4 @@
-package sdk
+package wire
 
 import (
 	"context"
@@ -115,13 +115,13 @@ func collect(ctx context.Context, c protocols.Client, call protocols.Call) []pro
 }
 
 func TestHarnessDescribe(t *testing.T) {
-	h, err := NewHarness(&fake{})
+	h, err := newHarness(&fake{}, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	info := h.Describe()
-	if info.Name != "fake" || info.Version != "1.2.3" || h.SDKVersion() != Version {
+	if info.Name != "fake" || info.Version != "1.2.3" || h.SDKVersion() != SDKVersion {
 		t.Errorf("got %q %q sdk %q", info.Name, info.Version, h.SDKVersion())
 	}
 	if !hcldec.ImpliedType(info.TargetSpec).Equals(hcldec.ImpliedType(fakeInfo.TargetSpec)) ||
@@ -859,7 +859,7 @@ func (c gaugeClient) Gauges(report func(string, int64)) {
 // while no call runs, and follow their changes.
 func TestHarnessGauges(t *testing.T) {
 	g := &gaugeFake{}
-	h, err := NewHarness(g)
+	h, err := newHarness(g, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -941,7 +941,7 @@ func ledgerScript(t *testing.T, isolated bool) {
 	var c protocols.Client
 	var err error
 	if isolated {
-		h, herr := NewHarness(f)
+		h, herr := newHarness(f, RemoteOptions{})
 		if herr != nil {
 			t.Fatal(herr)
 		}
@@ -1082,7 +1082,7 @@ func waitFollowed(t *testing.T, c *client, keys ...string) {
 // plugin's subscriber still gets a ledger to watch, which expects nothing.
 func TestHarnessWithoutLedger(t *testing.T) {
 	f := &fake{do: func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) }}
-	h, err := NewHarness(f)
+	h, err := newHarness(f, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1165,7 +1165,7 @@ func TestHarnessLargeBatchIsSplit(t *testing.T) {
 func TestHarnessLedgerBacklogIsSplit(t *testing.T) {
 	host := delivery.NewLedger()
 	f := &fake{do: func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) { okSample(emit) }}
-	h, err := NewHarness(f)
+	h, err := newHarness(f, RemoteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
