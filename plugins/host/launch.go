@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -223,17 +224,28 @@ func startHint(err error, stderr []string, spec LaunchSpec) string {
 	case strings.Contains(strings.Join(stderr, "\n"), "This binary is a plugin"):
 		return "the handshake's magic cookie did not match: the binary is not an hload protocol plugin, or it was built for another program"
 	case strings.Contains(msg, "incompatible api version"):
-		theirs := "another protocol version"
-		if m := pluginVersion.FindStringSubmatch(err.Error()); m != nil {
-			theirs = "protocol version " + m[1]
-		}
-		return fmt.Sprintf("the plugin speaks %s of hload's plugin protocol and this hload speaks protocol version %d (and %d, for plugins built before); rebuild the plugin against a matching plugins/sdk", theirs, ProtocolVersion, OldestProtocolVersion)
+		return versionHint(err)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("it did not start within %s", spec.StartTimeout)
 	case strings.Contains(msg, "plugin exited before we could connect"):
 		return "it exited during the start"
 	}
 	return ""
+}
+
+// versionHint explains a plugin whose wire versions this hload does not
+// speak: both versions, and what to do, which depends on which is newer.
+func versionHint(err error) string {
+	ours := fmt.Sprintf("this hload speaks protocol version %d (and %d, for plugins built before)", ProtocolVersion, OldestProtocolVersion)
+	m := pluginVersion.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "the plugin speaks another protocol version of hload's plugin protocol and " + ours + "; rebuild it against this hload's plugins/sdk"
+	}
+	theirs, _ := strconv.Atoi(m[1])
+	if theirs > ProtocolVersion {
+		return fmt.Sprintf("the plugin speaks protocol version %d of hload's plugin protocol, newer than this hload: %s; run it with a newer hload, or rebuild it against this hload's plugins/sdk", theirs, ours)
+	}
+	return fmt.Sprintf("the plugin speaks protocol version %d of hload's plugin protocol, older than this hload: %s; rebuild it against this hload's plugins/sdk", theirs, ours)
 }
 
 // checkExecutable gives a clear error for a missing or non-executable
