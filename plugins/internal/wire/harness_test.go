@@ -523,6 +523,13 @@ func TestHarnessProtocolFaults(t *testing.T) {
 		kind protocols.ErrorKind
 	}{
 		{"panic", func(context.Context, protocols.Call, func(protocols.Sample)) { panic("boom") }, protocols.ErrPanic},
+		// The call's request sample was emitted, a success, and then Do
+		// panicked: the call is a panic all the same, or hload never
+		// warns of it.
+		{"panic after the request sample", func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
+			okSample(emit)
+			panic("boom after")
+		}, protocols.ErrPanic},
 		{"no request sample", func(_ context.Context, _ protocols.Call, emit func(protocols.Sample)) {
 			emit(protocols.Sample{Metric: protocols.MetricTTFB})
 		}, protocols.ErrProtocol},
@@ -535,6 +542,12 @@ func TestHarnessProtocolFaults(t *testing.T) {
 				last := got[len(got)-1]
 				if last.Metric != protocols.MetricRequest || last.Error != tt.kind {
 					t.Fatalf("got %+v", got)
+				}
+				if n := requestSamples(got); n != 1 {
+					t.Fatalf("%d request samples, want 1: %+v", n, got)
+				}
+				if tt.kind == protocols.ErrPanic && !strings.HasPrefix(last.Message, "Do panicked: boom") {
+					t.Errorf("message %q, want the panic's", last.Message)
 				}
 			}
 			select {
@@ -1205,4 +1218,15 @@ func TestHarnessLedgerBacklogIsSplit(t *testing.T) {
 	if rc.sent.Load() < 6 {
 		t.Errorf("%d batches for 6 MB of steps", rc.sent.Load())
 	}
+}
+
+// requestSamples counts the request samples among got.
+func requestSamples(got []protocols.Sample) int {
+	n := 0
+	for _, s := range got {
+		if s.Metric == protocols.MetricRequest {
+			n++
+		}
+	}
+	return n
 }

@@ -666,6 +666,10 @@ func (r *run) do(ctx context.Context, cs *callState, call protocols.Call) {
 			fmt.Fprintf(os.Stderr, "hload plugin: Do panicked: %v\n%s", p, stack)
 			if !cs.sawRequest {
 				cs.emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrPanic, Message: panicMessage(p, stack)})
+			} else {
+				// After its request sample: the call panicked all the same,
+				// and hload warns of it only by that sample.
+				cs.panicked(panicMessage(p, stack))
 			}
 		}
 		if !cs.sawRequest {
@@ -701,6 +705,22 @@ func (cs *callState) emit(s protocols.Sample) {
 	cs.mu.Lock()
 	cs.samples = append(cs.samples, wireSample{call: cs.id, Sample: s, headers: headers})
 	cs.mu.Unlock()
+}
+
+// panicked marks the call's request sample, emitted before Do panicked, as
+// failed of kind panic with msg, whatever it said: the panic is a bug of
+// the protocol, which hload's warning names. A sample a sweep already
+// handed to the sender (a call that ran on for a while after emitting it)
+// is gone, and the panic is then on the plugin's stderr only.
+func (cs *callState) panicked(msg string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for i := len(cs.samples) - 1; i >= 0; i-- {
+		if s := &cs.samples[i].Sample; s.Metric == protocols.MetricRequest {
+			s.Error, s.Message = protocols.ErrPanic, msg
+			return
+		}
+	}
 }
 
 // flattenHeaders returns h as name and value pairs, a name's values
