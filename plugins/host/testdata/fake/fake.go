@@ -8,9 +8,12 @@ package fake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +53,10 @@ func (Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, e
 	a, _ := protocols.StringAttr(target, "address")
 	if strings.HasPrefix(a, "http://") {
 		return client{server: a}, nil
+	}
+	if n, ok := strings.CutPrefix(a, "crash:"); ok {
+		lines, _ := strconv.Atoi(n)
+		return crasher{lines: lines}, nil
 	}
 	return client{}, nil
 }
@@ -99,3 +106,21 @@ func (c client) Do(ctx context.Context, call protocols.Call, emit func(protocols
 }
 
 func (client) Close() error { return nil }
+
+// crasher is the client of a target whose address is "crash:N": its first
+// call writes N numbered lines to the process's own stderr, as the Go
+// runtime writes a crash's stack, and exits at once.
+type crasher struct{ lines int }
+
+func (c crasher) Do(context.Context, protocols.Call, func(protocols.Sample)) {
+	// File descriptor 2, not os.Stderr, which go-plugin replaced.
+	raw := os.NewFile(2, "stderr")
+	var b strings.Builder
+	for i := 1; i <= c.lines; i++ {
+		fmt.Fprintf(&b, "fake: crash line %d of %d\n", i, c.lines)
+	}
+	raw.WriteString(b.String())
+	os.Exit(3)
+}
+
+func (crasher) Close() error { return nil }
