@@ -170,7 +170,7 @@ func TestEchoPluginExample(t *testing.T) {
 		t.Fatalf("plugin describe printed no JSON: %v\n%s", err, r.stdout)
 	}
 	want := host.Description{
-		Name: "echo", Version: "0.1.0", SDKVersion: sdk.Version, ProtocolVersion: sdk.ProtocolVersion,
+		Name: "echo", Version: "0.1.0", SDKVersion: sdk.Version, ProtocolVersion: host.ProtocolVersion,
 		TargetSchema: []host.SchemaAttribute{
 			{Name: "address", Type: "string", Required: true, Description: "The echo server, as host:port."},
 			{Name: "timeout", Type: "string", Description: "How long a call may take: a duration or a number of seconds.", Default: "5s"},

@@ -27,7 +27,6 @@ import (
 
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/plugins/host"
-	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
 )
 
@@ -176,7 +175,7 @@ func TestPluginDescribeHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}
-	if d.Name != "http" || d.Version == "" || d.SDKVersion == "" || d.ProtocolVersion != sdk.ProtocolVersion {
+	if d.Name != "http" || d.Version == "" || d.SDKVersion == "" || d.ProtocolVersion != host.ProtocolVersion {
 		t.Errorf("description = %+v", d)
 	}
 	has := func(attrs []host.SchemaAttribute, want host.SchemaAttribute) bool {

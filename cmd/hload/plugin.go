@@ -169,6 +169,7 @@ const pluginUsage = `Usage:
   hload plugin list FILE.hcl [--var k=v]       list the file's plugin blocks: resolved paths, checksum status
   hload plugin describe NAME [--source PATH]   print a protocol's versions and schemas as JSON
   hload plugin describe NAME FILE.hcl          describe the plugin as the file's plugin block resolves it
+  hload plugin describe NAME --markdown        its attributes as Markdown tables, for a README
 
 Plugin binaries are named hload-plugin-NAME and are searched in the folders
 of HLOAD_PLUGIN_PATH, then in ./plugins/.
@@ -228,6 +229,7 @@ func cmdPluginDescribe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plugin describe", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	source := fs.String("source", "", "the plugin binary; by default it is searched for as hload-plugin-NAME")
+	markdown := fs.Bool("markdown", false, "print the attributes as Markdown tables, for a plugin's README, instead of JSON")
 	var common commonFlags
 	common.register(fs)
 	names, err := parseInterleaved(fs, args)
@@ -265,6 +267,10 @@ func cmdPluginDescribe(args []string, stdout, stderr io.Writer) error {
 	}
 	p, err := h.launch(spec)
 	if err != nil {
+		return err
+	}
+	if *markdown {
+		_, err = fmt.Fprint(stdout, host.Describe(p).Markdown())
 		return err
 	}
 	data, err := json.MarshalIndent(host.Describe(p), "", "  ")

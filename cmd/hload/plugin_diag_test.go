@@ -181,6 +181,31 @@ func TestPluginDiagnostics(t *testing.T) {
 		t.Logf("exit %d; %d calls by the plugin's count, %d in the summary, errors %v; profile %s.%s\nwarnings: %q\nstdout:\n%s\nstderr:\n%s", r.code, calls, req.Count, req.ErrorsByKind, prof, m[1], s.Warnings, r.stdout, r.stderr)
 	})
 
+	t.Run("panic in Do after its sample", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFile(t, dir, "test.hcl", noisyTest(bin, sum, "late_panic_at = 20", "1s"))
+		r := hloadEnv(t, dir, nil, "apply", "test.hcl", "--summary-export", "summary.json")
+		noLeftovers(t, bin)
+		s := readSummary(t, filepath.Join(dir, "summary.json"))
+		req := s.Scenarios["s"].Requests["r"]
+		if req == nil {
+			t.Fatalf("no request r in the summary: %+v", s.Scenarios["s"])
+		}
+		// The call had emitted a success; it counts once, as a panic.
+		calls := pluginCalls(t, bin)
+		if req.Count != calls || req.ErrorsByKind["panic"] != 1 || req.Errors != 1 {
+			t.Errorf("summary: %d requests, errors %v; the plugin counted %d calls, one of which panicked after its sample", req.Count, req.ErrorsByKind, calls)
+		}
+		warning := `scenario "s", request "r": 1 calls panicked in protocol "noisy" (target "t"), counted as failed: Do panicked: noisy: panic after its sample in call 20 at main.(*client).Do (main.go:`
+		if !slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, warning) }) {
+			t.Errorf("the summary's warnings lack %q: %q\nstdout:\n%s\nstderr:\n%s", warning, s.Warnings, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "WARNING: "+strings.Replace(warning, "1 calls", "1 calls so far", 1)) {
+			t.Errorf("the live output lacks the panic's warning\nstdout:\n%s", r.stdout)
+		}
+		t.Logf("exit %d; %d calls by the plugin's count, %d in the summary, errors %v\nwarnings: %q", r.code, calls, req.Count, req.ErrorsByKind, s.Warnings)
+	})
+
 	t.Run("crash", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, dir, "test.hcl", noisyTest(bin, sum, "panic_at = 20\n  crash_at = 60", "30s"))

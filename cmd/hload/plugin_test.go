@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core/metrics"
-	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/plugins/host"
 )
 
 // The plugin binaries the end-to-end plugin tests run: the example plugin,
@@ -472,7 +472,8 @@ func TestPluginStartFailures(t *testing.T) {
 		// go-plugin's refusal, printed by the plugin itself, is its last
 		// stderr line; the hint says what it means.
 		{"badcookie", []string{"magic cookie", "This binary is a plugin"}},
-		{"badversion", []string{"protocol version", fmt.Sprintf("version %d", sdk.ProtocolVersion+1), fmt.Sprintf("version %d", sdk.ProtocolVersion)}},
+		{"badversion", []string{"protocol version", fmt.Sprintf("version %d", host.ProtocolVersion+1), fmt.Sprintf("version %d", host.ProtocolVersion),
+			"newer than this hload", "run it with a newer hload"}},
 	} {
 		t.Run(tc.plugin, func(t *testing.T) {
 			bin, sum := pluginCopy(t, tc.plugin)
@@ -482,6 +483,15 @@ func TestPluginStartFailures(t *testing.T) {
 			cmd, stdout, stderr := startHload(t, dir, "apply", "--quiet", "test.hcl", "--summary-export", "summary.json")
 			r := wait(t, cmd, stdout, stderr)
 			checkFailure(t, r, bin, append([]string{`"` + tc.plugin + `"`}, tc.wants...)...)
+			if tc.plugin == "badversion" {
+				// The guide's refusal is this one, under the name and
+				// path of its example.
+				guide := fenced(t, pluginGuide, "than the hload that runs it", "")
+				got := strings.NewReplacer(bin, "/home/you/plugins/hload-plugin-lines", `"badversion"`, `"lines"`).Replace(r.stderr)
+				if !strings.HasSuffix(got, guide) {
+					t.Errorf("docs/plugins.md shows the refusal of a newer plugin as\n%s\nhload prints\n%s", guide, got)
+				}
+			}
 			if n := srv.conns.Load(); n != 0 {
 				t.Errorf("the server saw %d connections: load was sent through a plugin that failed its handshake", n)
 			}

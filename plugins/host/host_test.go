@@ -22,12 +22,13 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
 )
 
-// fakeBin is the plugin built from testdata/fakeplugin for these tests.
-var fakeBin string
+// fakeBin is the plugin built from testdata/fakeplugin for these tests,
+// and fakeBinV2 the same protocol built with the SDK of wire version 2
+// (testdata/fakeplugin-v2).
+var fakeBin, fakeBinV2 string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hload-host")
@@ -35,9 +36,12 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	fakeBin = filepath.Join(dir, BinaryPrefix+"fake")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakeplugin").CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		panic("building the fake plugin: " + err.Error() + "\n" + string(out))
+	fakeBinV2 = filepath.Join(dir, "v2", BinaryPrefix+"fake")
+	for bin, pkg := range map[string]string{fakeBin: "./testdata/fakeplugin", fakeBinV2: "./testdata/fakeplugin-v2"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			panic("building the fake plugin " + pkg + ": " + err.Error() + "\n" + string(out))
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -202,7 +206,7 @@ func TestPluginRunsCalls(t *testing.T) {
 	}
 
 	d := Describe(p)
-	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != sdk.ProtocolVersion {
+	if d.Name != "fake" || d.Version != "1.2.3" || d.SDKVersion == "" || d.ProtocolVersion != ProtocolVersion {
 		t.Errorf("Describe = %+v", d)
 	}
 	if len(d.TargetSchema) != 1 || d.TargetSchema[0] != (SchemaAttribute{Name: "address", Type: "string", Required: true}) {
@@ -379,7 +383,12 @@ func TestStartFailures(t *testing.T) {
 		want []string
 	}{
 		{"wrong-cookie", []string{"magic cookie did not match", "This binary is a plugin"}},
-		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d", sdk.ProtocolVersion)}},
+		// A plugin newer than hload, and one older than any version hload
+		// still speaks: both versions named, and what to do.
+		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d (and %d", ProtocolVersion, OldestProtocolVersion),
+			"newer than this hload", "run it with a newer hload"}},
+		{"v1", []string{"speaks protocol version 1 ", fmt.Sprintf("this hload speaks protocol version %d (and %d", ProtocolVersion, OldestProtocolVersion),
+			"older than this hload", "rebuild it against this hload's plugins/sdk"}},
 		{"hang", []string{"did not start within 1s", "fake: hanging at start"}},
 	}
 	for _, c := range cases {
@@ -604,8 +613,8 @@ func TestPluginPreparedAndDynamicCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Kill()
-	if v := p.ProtocolVersion(); v != sdk.ProtocolVersion {
-		t.Fatalf("agreed on wire version %d, want %d", v, sdk.ProtocolVersion)
+	if v := p.ProtocolVersion(); v != ProtocolVersion {
+		t.Fatalf("agreed on wire version %d, want %d", v, ProtocolVersion)
 	}
 	target := cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)})
 	a, err := p.Open(context.Background(), target)
@@ -641,40 +650,56 @@ func TestPluginPreparedAndDynamicCounts(t *testing.T) {
 }
 
 // TestPluginOfWireVersion2: a plugin built with the SDK of wire version 2
-// (the fake plugin serving version 2 only, whose server then answers as
-// that SDK's did: no Prepare, requests whole) runs at version 2. Prepare
-// says why it cannot, and the calls, constant and dynamic, reach the
-// server as counted.
+// runs at version 2, end to end: the handshake agrees on 2, it describes
+// itself as before, Prepare says why it cannot (that wire has no
+// Prepare), and the calls, constant and dynamic, go with their requests
+// whole and reach the server as counted. Two such plugins: the fake
+// protocol built with that SDK itself, frozen in testdata/sdkv2, and the
+// current SDK serving version 2 only, which must answer as that one did.
 func TestPluginOfWireVersion2(t *testing.T) {
-	srv := newCountingServer(t)
-	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Args: []string{"v2"}})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		path string
+		args []string
+	}{
+		{"built with the SDK of wire version 2", fakeBinV2, nil},
+		{"current SDK serving version 2", fakeBin, []string{"v2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCountingServer(t)
+			p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: tc.path, Args: tc.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Kill()
+			if v := p.ProtocolVersion(); v != 2 {
+				t.Fatalf("agreed on wire version %d, want 2", v)
+			}
+			d := Describe(p)
+			if d.ProtocolVersion != 2 || d.SDKVersion != "0.1.0" || d.Name != "fake" || len(d.TargetSchema) != 1 || len(d.RequestSchema) != 1 {
+				t.Errorf("Describe = %+v, want the fake protocol at wire version 2, SDK 0.1.0", d)
+			}
+			// A plugin that declares no descriptions and defaults, as one
+			// built before them, describes as it did: no such keys in the JSON.
+			if b, err := json.Marshal(d); err != nil || strings.Contains(string(b), `"description"`) || strings.Contains(string(b), `"default"`) {
+				t.Errorf("describe JSON %s, %v: want no description or default", b, err)
+			}
+			if attr, err := p.ValidateTarget(cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("bad")})); attr != "address" || err == nil {
+				t.Errorf("ValidateTarget(bad) = %q, %v; want the plugin's refusal of address", attr, err)
+			}
+			c, err := p.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			constant := message("constant")
+			prepared, err := c.(protocols.Preparer).Prepare(constant)
+			if err == nil || !strings.Contains(err.Error(), "wire version 2") {
+				t.Errorf("Prepare = %v, %v; want an error naming wire version 2", prepared, err)
+			}
+			const vus, calls = 10, 40
+			got := runCalls(t, c, vus, calls, constant, prepared)
+			checkCounts(t, srv, nil, got, "constant", 200, vus, calls)
+		})
 	}
-	defer p.Kill()
-	if v := p.ProtocolVersion(); v != 2 {
-		t.Fatalf("agreed on wire version %d, want 2", v)
-	}
-	d := Describe(p)
-	if d.ProtocolVersion != 2 {
-		t.Errorf("Describe says wire version %d, want 2", d.ProtocolVersion)
-	}
-	// A plugin that declares no descriptions and defaults, as one built
-	// before them, describes as it did: no such keys in the JSON.
-	if b, err := json.Marshal(d); err != nil || strings.Contains(string(b), `"description"`) || strings.Contains(string(b), `"default"`) {
-		t.Errorf("describe JSON %s, %v: want no description or default", b, err)
-	}
-	c, err := p.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	constant := message("constant")
-	prepared, err := c.(protocols.Preparer).Prepare(constant)
-	if err == nil || !strings.Contains(err.Error(), "wire version 2") {
-		t.Errorf("Prepare = %v, %v; want an error naming wire version 2", prepared, err)
-	}
-	const vus, calls = 10, 40
-	got := runCalls(t, c, vus, calls, constant, prepared)
-	checkCounts(t, srv, nil, got, "constant", 200, vus, calls)
 }

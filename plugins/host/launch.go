@@ -1,7 +1,7 @@
 // Package host starts protocol plugins and stops them: it finds the binary,
 // checks its sha256, runs it with go-plugin and hands back a
 // protocols.Protocol. The wire itself (batched calls and samples, hang
-// detection) is sdk.Remote's; this package only manages the process.
+// detection) is wire.Remote's; this package only manages the process.
 package host
 
 import (
@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,15 +24,23 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/plugins/internal/sched"
+	"github.com/hload/hload/plugins/internal/wire"
 	"github.com/hload/hload/plugins/proto"
-	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/protocols"
 )
 
 // Defaults of LaunchSpec.
 const (
 	DefaultStartTimeout = 10 * time.Second
-	DefaultHangTimeout  = 10 * time.Second
+	DefaultHangTimeout  = wire.DefaultHangTimeout
+)
+
+// The wire versions this hload speaks to its plugins: go-plugin's
+// handshake agrees with a plugin on the newest both speak, and refuses a
+// plugin that speaks none of them.
+const (
+	ProtocolVersion       = wire.ProtocolVersion
+	OldestProtocolVersion = wire.OldestProtocolVersion
 )
 
 // stderrLines is how many of a plugin's last stderr lines are kept for
@@ -71,7 +80,7 @@ type Plugin struct {
 	cmd      *exec.Cmd
 	client   *plugin.Client
 	stderr   *ring
-	remote   *sdk.Remote
+	remote   *wire.Remote
 	info     protocols.Info // as the plugin describes itself
 	killOnce sync.Once
 }
@@ -145,12 +154,12 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 	p.cmd.Env = append(append([]string{}, spec.Env...), sched.Env+"="+sched.Batch)
 	p.cmd.SysProcAttr = procAttr()
 	p.client = plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  sdk.Handshake(),
-		VersionedPlugins: sdk.PluginSets(nil),
+		HandshakeConfig:  wire.Handshake(),
+		VersionedPlugins: wire.PluginSets(nil),
 		Cmd:              p.cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		GRPCDialOptions:  sdk.GRPCDialOptions(),
+		GRPCDialOptions:  wire.GRPCDialOptions(),
 		StartTimeout:     spec.StartTimeout,
 		// The process's own stderr: the runtime's crash output and what
 		// the plugin writes before sdk.Serve.
@@ -178,7 +187,7 @@ func (p *Plugin) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	raw, err := rpc.Dispense(sdk.PluginName)
+	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
 		return err
 	}
@@ -189,7 +198,7 @@ func (p *Plugin) start(ctx context.Context) error {
 	// A plugin that started but never answers Describe is hung at start.
 	dctx, cancel := context.WithTimeout(ctx, p.spec.StartTimeout)
 	defer cancel()
-	p.remote, err = sdk.NewRemote(dctx, pc, sdk.RemoteOptions{
+	p.remote, err = wire.NewRemote(dctx, pc, wire.RemoteOptions{
 		Name:        p.spec.Name,
 		HangTimeout: p.spec.HangTimeout,
 		Stderr:      p.lastLines,
@@ -215,17 +224,28 @@ func startHint(err error, stderr []string, spec LaunchSpec) string {
 	case strings.Contains(strings.Join(stderr, "\n"), "This binary is a plugin"):
 		return "the handshake's magic cookie did not match: the binary is not an hload protocol plugin, or it was built for another program"
 	case strings.Contains(msg, "incompatible api version"):
-		theirs := "another protocol version"
-		if m := pluginVersion.FindStringSubmatch(err.Error()); m != nil {
-			theirs = "protocol version " + m[1]
-		}
-		return fmt.Sprintf("the plugin speaks %s of hload's plugin protocol and this hload speaks protocol version %d (and %d, for plugins built before); rebuild the plugin against a matching plugins/sdk", theirs, sdk.ProtocolVersion, sdk.OldestProtocolVersion)
+		return versionHint(err)
 	case strings.Contains(msg, "timeout while waiting for plugin to start"), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("it did not start within %s", spec.StartTimeout)
 	case strings.Contains(msg, "plugin exited before we could connect"):
 		return "it exited during the start"
 	}
 	return ""
+}
+
+// versionHint explains a plugin whose wire versions this hload does not
+// speak: both versions, and what to do, which depends on which is newer.
+func versionHint(err error) string {
+	ours := fmt.Sprintf("this hload speaks protocol version %d (and %d, for plugins built before)", ProtocolVersion, OldestProtocolVersion)
+	m := pluginVersion.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "the plugin speaks another protocol version of hload's plugin protocol and " + ours + "; rebuild it against this hload's plugins/sdk"
+	}
+	theirs, _ := strconv.Atoi(m[1])
+	if theirs > ProtocolVersion {
+		return fmt.Sprintf("the plugin speaks protocol version %d of hload's plugin protocol, newer than this hload: %s; run it with a newer hload, or rebuild it against this hload's plugins/sdk", theirs, ours)
+	}
+	return fmt.Sprintf("the plugin speaks protocol version %d of hload's plugin protocol, older than this hload: %s; rebuild it against this hload's plugins/sdk", theirs, ours)
 }
 
 // checkExecutable gives a clear error for a missing or non-executable

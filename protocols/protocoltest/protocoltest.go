@@ -1,14 +1,14 @@
 // Package protocoltest runs a protocol's tests on both paths a built-in
 // protocol takes: called in-process, and through the plugin wire, the way
 // `isolate = true` runs it in a plugin process. The wire here is the
-// plugin SDK's harness (plugins/sdk), the same server and host code over
+// plugin SDK's harness (plugins/sdk/sdktest), the same server and host code over
 // an in-memory connection, so the suite needs no binary.
 package protocoltest
 
 import (
 	"testing"
 
-	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/plugins/sdk/sdktest"
 	"github.com/hload/hload/protocols"
 )
 
@@ -33,7 +33,7 @@ func Paths() []Path {
 
 func isolate(t testing.TB, p protocols.Protocol) protocols.Protocol {
 	t.Helper()
-	h, err := sdk.NewHarness(p)
+	h, err := sdktest.NewHarness(p)
 	if err != nil {
 		t.Fatalf("starting the plugin harness: %v", err)
 	}

@@ -15,17 +15,17 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/plugins/sdk/sdktest"
 	"github.com/hload/hload/protocols"
 )
 
-// Every test runs the protocol through the whole plugin wire: sdk.NewHarness
+// Every test runs the protocol through the whole plugin wire: sdktest.NewHarness
 // puts the plugin's server and hload's client on the two ends of an
 // in-memory gRPC connection, so the schemas, calls and samples cross it as
 // they do between two processes, without building a binary or running hload.
 func harness(t *testing.T) protocols.Protocol {
 	t.Helper()
-	h, err := sdk.NewHarness(echo{})
+	h, err := sdktest.NewHarness(echo{})
 	if err != nil {
 		t.Fatal(err)
 	}

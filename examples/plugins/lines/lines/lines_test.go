@@ -16,7 +16,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/examples/plugins/lines/lines"
-	"github.com/hload/hload/plugins/sdk"
+	"github.com/hload/hload/plugins/sdk/sdktest"
 	"github.com/hload/hload/protocols"
 )
 
@@ -33,7 +33,7 @@ var paths = []struct {
 
 func harness(t *testing.T) protocols.Protocol {
 	t.Helper()
-	h, err := sdk.NewHarness(lines.New())
+	h, err := sdktest.NewHarness(lines.New())
 	if err != nil {
 		t.Fatal(err)
 	}

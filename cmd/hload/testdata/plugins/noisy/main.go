@@ -40,6 +40,8 @@ func (protocol) Describe() protocols.Info {
 			"panic_at": &hcldec.AttrSpec{Name: "panic_at", Type: cty.Number},
 			"crash_at": &hcldec.AttrSpec{Name: "crash_at", Type: cty.Number},
 			"stuck_at": &hcldec.AttrSpec{Name: "stuck_at", Type: cty.Number},
+			// A call that emits its request sample, then panics.
+			"late_panic_at": &hcldec.AttrSpec{Name: "late_panic_at", Type: cty.Number},
 		},
 		RequestSpec: hcldec.ObjectSpec{
 			"payload": &hcldec.AttrSpec{Name: "payload", Type: cty.String},
@@ -56,7 +58,8 @@ func number(v cty.Value) int64 {
 }
 
 func (protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
-	c := &client{panicAt: number(target.GetAttr("panic_at")), crashAt: number(target.GetAttr("crash_at")), stuckAt: number(target.GetAttr("stuck_at"))}
+	c := &client{panicAt: number(target.GetAttr("panic_at")), crashAt: number(target.GetAttr("crash_at")), stuckAt: number(target.GetAttr("stuck_at")),
+		latePanicAt: number(target.GetAttr("late_panic_at"))}
 	if exe, err := os.Executable(); err == nil {
 		c.countFile = exe + ".calls"
 	}
@@ -68,6 +71,7 @@ func (protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, e
 
 type client struct {
 	panicAt, crashAt, stuckAt int64
+	latePanicAt               int64
 	countFile                 string
 	calls                     atomic.Int64
 
@@ -121,6 +125,9 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		s.Status, s.Error = 0, protocols.ErrInterrupted
 	}
 	emit(s)
+	if n == c.latePanicAt {
+		panic(fmt.Sprintf("noisy: panic after its sample in call %d", n))
+	}
 }
 
 func (c *client) Close() error { return nil }
