@@ -130,8 +130,8 @@ func TestCheckRefuses(t *testing.T) {
 // all slow, so averaging their percentiles would be far off), and the
 // series add up point by point.
 func TestMergeFigures(t *testing.T) {
-	fast := segment(t, "1/2", "sha256:x", ms(1, 100), 0, 25, 3)     // 1..100 ms, 4 points
-	slow := segment(t, "2/2", "sha256:x", ms(1001, 100), 10, 50, 2) // 1001..1100 ms, 2 points
+	fast := segment(t, "2/2", "sha256:x", ms(1, 100), 0, 25, 3)     // 1..100 ms, 4 points
+	slow := segment(t, "1/2", "sha256:x", ms(1001, 100), 10, 50, 2) // 1001..1100 ms, 2 points
 	sum, err := Merge([]Input{{Name: "fast", Summary: fast}, {Name: "slow", Summary: slow}})
 	if err != nil {
 		t.Fatal(err)
