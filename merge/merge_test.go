@@ -20,8 +20,14 @@ var t0 = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 // vus VUs.
 func segment(t *testing.T, seg, test string, latencies []time.Duration, errors, perInterval, vus int, ths ...metrics.ThresholdSpec) *metrics.Summary {
 	t.Helper()
+	return segmentOfPoints(t, metrics.MergePoints, seg, test, latencies, errors, perInterval, vus, ths...)
+}
+
+// segmentOfPoints is segment with at most points points.
+func segmentOfPoints(t *testing.T, most int, seg, test string, latencies []time.Duration, errors, perInterval, vus int, ths ...metrics.ThresholdSpec) *metrics.Summary {
+	t.Helper()
 	agg := metrics.NewAggregator()
-	agg.KeepPoints(metrics.MergePoints)
+	agg.KeepPoints(most)
 	s := agg.Series("s", "r")
 	at := t0
 	n := 0
@@ -173,6 +179,33 @@ func TestMergeFigures(t *testing.T) {
 	// The first point's p99 is among the slow calls: 1001..1050 ms at 1 %.
 	if p99 := sc.Requests[0].P99[0]; p99 < 1040 || p99 > 1061 {
 		t.Errorf("point 1 p99 %v ms; want about 1050", p99)
+	}
+}
+
+// TestMergeRegroupsPoints: a segment whose points hold fewer intervals
+// than another's (its run kept fewer points) has its points grouped to
+// match: counts add up over the group, and levels (VUs) are its last.
+func TestMergeRegroupsPoints(t *testing.T) {
+	// 6 intervals of 10 calls: in at most 4 points, 3 of 2 intervals.
+	coarse := segmentOfPoints(t, 4, "1/2", "sha256:x", ms(1, 60), 0, 10, 3)
+	fine := segmentOfPoints(t, 256, "2/2", "sha256:x", ms(1, 60), 0, 10, 2)
+	if coarse.Mergeable.Merged != 2 || len(coarse.Mergeable.Points) != 3 || fine.Mergeable.Merged != 1 {
+		t.Fatalf("segments of %d points of %d intervals and %d points of %d", len(coarse.Mergeable.Points),
+			coarse.Mergeable.Merged, len(fine.Mergeable.Points), fine.Mergeable.Merged)
+	}
+	sum, err := Merge([]Input{{Name: "coarse", Summary: coarse}, {Name: "fine", Summary: fine}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ser := sum.Series
+	if ser.Merged != 2 || len(ser.TimeS) != 3 {
+		t.Fatalf("merged series of %d points of %d intervals; want 3 of 2", len(ser.TimeS), ser.Merged)
+	}
+	sc := ser.Scenarios[0]
+	for j := range 3 {
+		if sc.Requests[0].RPS[j] != 20 || sc.VUs[j] != 5 || sc.IterationsPerS[j] != 20 {
+			t.Errorf("point %d: %v calls/s, %v VUs, %v iterations/s; want 20, 5 and 20", j+1, sc.Requests[0].RPS[j], sc.VUs[j], sc.IterationsPerS[j])
+		}
 	}
 }
 
