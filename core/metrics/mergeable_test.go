@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -193,5 +195,65 @@ func TestCountersAdd(t *testing.T) {
 	}
 	if err := m.AddTotals([]SeriesData{{Scenario: "s", Name: "r", Status: map[string]int64{"OK": 1}}}, nil); err == nil {
 		t.Error("a status that is not a number was accepted")
+	}
+}
+
+// TestMergeableSizeOfLongRun measures the mergeable section of a 1-hour
+// run at 1 s intervals with 50 requests of 20 calls/s each, with a ttfb
+// per call: 56 points of 64 intervals (what MergePoints leaves of 3,600
+// intervals), each point's histograms holding 1,280 calls per request. It
+// keeps the export's size in check: the section must stay a few MB.
+func TestMergeableSizeOfLongRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("records 3.6 million calls")
+	}
+	const requests, points, perPoint = 50, 56, 1280
+	a := NewAggregator()
+	a.KeepPoints(MergePoints)
+	rng := rand.New(rand.NewPCG(7, 8))
+	series := make([]*Series, requests)
+	for i := range series {
+		series[i] = a.Series("s", fmt.Sprintf("request-%02d", i))
+	}
+	at := t0
+	for range points {
+		for _, s := range series {
+			for range perPoint {
+				d := time.Duration(math.Exp(rng.NormFloat64()*0.6+math.Log(20e3))) * time.Microsecond
+				s.Record(req(d, 200, "", 300, 2000))
+				s.Record(protocols.Sample{Metric: "ttfb", Value: d * 9 / 10})
+			}
+		}
+		// One flush per point: the points hold what 64 intervals would.
+		a.Flush(at, at.Add(64*time.Second))
+		a.EndPoint(at, at.Add(64*time.Second), PointLevels{VUs: map[string]int{"s": 100}}, false)
+		at = at.Add(64 * time.Second)
+	}
+	reqs, flows, pts, merged, err := a.MergeData(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Mergeable{Format: MergeFormat, Test: "sha256:x", Segment: "1/1", IntervalS: 1, Merged: merged,
+		Points: pts, Requests: reqs, Flows: flows}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pointsSize, totalsSize int
+	for _, p := range pts {
+		b, _ := json.Marshal(p)
+		pointsSize += len(b)
+	}
+	for _, r := range reqs {
+		b, _ := json.Marshal(r)
+		totalsSize += len(b)
+	}
+	t.Logf("mergeable section of a 1-hour run with %d requests: %.2f MB indented (%d points: %.2f MB compact; run totals: %.0f KB compact)",
+		requests, float64(len(data))/1e6, len(pts), float64(pointsSize)/1e6, float64(totalsSize)/1e3)
+	if len(pts) != points {
+		t.Errorf("%d points kept; want %d", len(pts), points)
+	}
+	if len(data) > 6<<20 {
+		t.Errorf("the mergeable section of a 1-hour run takes %.1f MB", float64(len(data))/1e6)
 	}
 }
