@@ -257,3 +257,23 @@ func TestMergeableSizeOfLongRun(t *testing.T) {
 		t.Errorf("the mergeable section of a 1-hour run takes %.1f MB", float64(len(data))/1e6)
 	}
 }
+
+// BenchmarkFlushKeepingPoints is BenchmarkFlush with the points kept for
+// the mergeable section, as every run keeps them: the cost of one
+// interval's point, beside the Flush it follows.
+func BenchmarkFlushKeepingPoints(b *testing.B) {
+	a := NewAggregator()
+	a.KeepPoints(MergePoints)
+	s := a.Series("sc", "rq")
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		x := uint64(1)
+		for range 10000 {
+			s.Record(benchSample(&x))
+		}
+		b.StartTimer()
+		a.Flush(t0, t0.Add(time.Second))
+		a.EndPoint(t0, t0.Add(time.Second), PointLevels{}, false)
+	}
+}
