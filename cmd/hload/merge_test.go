@@ -64,7 +64,7 @@ func usersCSV(t *testing.T, dir string, n int) {
 // machines or n pods would, and returns each one's result and export.
 func runSegments(t *testing.T, dir, file string, n int, args ...string) ([]result, []string) {
 	t.Helper()
-	start := time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
 	cmds := make([]*exec.Cmd, n)
 	outs := make([][2]*bytes.Buffer, n)
 	exports := make([]string, n)
