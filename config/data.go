@@ -70,9 +70,10 @@ type Feeder struct {
 
 // Cursor walks a feeder's rows for one scenario.
 type Cursor struct {
-	rows int
-	mode string
-	next *atomic.Uint64 // sequential: the scenario's own; unique: the feeder's
+	rows  int
+	first int // the first row a unique cursor hands out; see NewSegmentCursor
+	mode  string
+	next  *atomic.Uint64 // sequential: the scenario's own; unique: the feeder's
 }
 
 // Columns returns the header's column names.
@@ -133,6 +134,18 @@ func (f *Feeder) NewCursor() *Cursor {
 	return c
 }
 
+// NewSegmentCursor is NewCursor for one machine's share of a run sharded
+// over several: a unique feeder's cursor hands out only rows lo to hi-1,
+// so that the machines, each with its own share, never use a row twice.
+// Other modes walk every row, as NewCursor's do.
+func (f *Feeder) NewSegmentCursor(lo, hi int) *Cursor {
+	c := f.NewCursor()
+	if f.Mode == modeUnique {
+		c.first, c.rows = lo, max(0, hi-lo)
+	}
+	return c
+}
+
 // Next returns the next row; ok is false when a unique feeder ran out, and
 // stays false. Next is safe for concurrent use.
 func (c *Cursor) Next() (row int, ok bool) {
@@ -153,7 +166,7 @@ func (c *Cursor) Next() (row int, ok bool) {
 		if i >= n {
 			return 0, false
 		}
-		return int(i), true
+		return c.first + int(i), true
 	}
 	return int((c.next.Add(1) - 1) % n), true
 }

@@ -176,6 +176,7 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 	for name, v := range snap.Gauges {
 		s.gaugesMax[name] = max(s.gaugesMax[name], v)
 	}
+	r.agg.EndPoint(from, to, metrics.PointLevels{VUs: snap.VUs, Iterations: snap.Iterations, Dropped: snap.Dropped, Gauges: snap.Gauges}, final)
 	// Once per interval, never per call: the process's own counters.
 	if w := s.generator.observe(worstLateness(snap.Series), final); w != "" {
 		s.saturated = w

@@ -81,7 +81,9 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 	r.runScenarios()
 	r.drain()
 	sum := r.summarise()
-	return sum, r.closeSinks(sum)
+	err = r.closeSinks(sum)
+	r.addMergeable(sum)
+	return sum, err
 }
 
 // run is one run of a test through its lifecycle: open, start sinks, run
@@ -133,6 +135,7 @@ func openRun(ctx context.Context, test *config.Test, opts Options) (*run, error)
 	if r.interval <= 0 {
 		r.interval = time.Second
 	}
+	r.agg.KeepPoints(metrics.MergePoints)
 	clients, err := openClients(ctx, test, opts)
 	if err != nil {
 		return nil, err

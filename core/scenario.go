@@ -100,7 +100,7 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 		for _, f := range rq.Feeders() {
 			fc := cursors[f]
 			if fc == nil {
-				fc = &feederCursor{name: f.Name, feeder: f, cursor: f.NewCursor()}
+				fc = &feederCursor{name: f.Name, feeder: f, cursor: segmentCursor(f, r.opts.Segment)}
 				cursors[f] = fc
 			}
 			req.feeders = append(req.feeders, fc)

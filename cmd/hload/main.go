@@ -64,6 +64,7 @@ Usage:
   hload plan [flags] FILE...      print each scenario's schedule before running
   hload compare [flags] BASE NEW  compare two runs' summary exports (--fail-if RULE)
   hload report RESULT.json        render the HTML report of a summary export (-o FILE)
+  hload merge RESULT.json... | -  merge the summary exports of a run's segments
   hload plugin list|describe      list protocols and plugins, or describe one as JSON
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
@@ -89,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCompare(args[1:], stdout, stderr)
 	case "report":
 		err = cmdReport(args[1:], stdout, stderr)
+	case "merge":
+		err = cmdMerge(args[1:], os.Stdin, stdout, stderr)
 	case "demo":
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "plugin":

@@ -38,6 +38,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) error {
 	if sum.RunID == "" && sum.Scenarios == nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("%s: not a summary export (hload apply --summary-export): it has no run_id and no scenarios", files[0])}
 	}
+	sum.Mergeable = nil // for hload merge; the page draws from the figures
 	var buf bytes.Buffer
 	if err := html.Render(&buf, &sum); err != nil {
 		return err

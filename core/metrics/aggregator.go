@@ -51,6 +51,8 @@ type Aggregator struct {
 	// holds it for writing, so Flush calls never overlap and readers never
 	// see a half-merged interval.
 	totalsMu sync.RWMutex
+
+	points *pointLog // the run's points, for the mergeable section; see KeepPoints
 }
 
 type seriesKey struct{ scenario, request string }
@@ -393,6 +395,7 @@ func (a *Aggregator) Flush(start, end time.Time) []SeriesFigures {
 			}
 			out[i].Metrics[name] = metricFigures(h)
 		}
+		a.addToPoint(false, s)
 		s.fold()
 	}
 	return out
@@ -417,6 +420,7 @@ func (a *Aggregator) FlushFlows(start, end time.Time) []FlowSeriesFigures {
 			Flow:        s.request,
 			FlowFigures: flowFigures(&s.interval, s.intervalLatency, seconds),
 		}
+		a.addToPoint(true, s)
 		s.fold()
 	}
 	return out

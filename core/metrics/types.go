@@ -194,6 +194,9 @@ type Summary struct {
 	// Series are the run's figures interval by interval, for the HTML
 	// report; written by --summary-export and the html sink.
 	Series *IntervalSeries `json:"series,omitempty"`
+	// Mergeable is what `hload merge` needs to fold the exports of a
+	// run's segments into one summary; written by --summary-export.
+	Mergeable *Mergeable `json:"mergeable,omitempty"`
 }
 
 // GeneratorFigures are hload's own CPU use over a run, measured once per
