@@ -138,7 +138,7 @@ func TestJobRunsAsLocalProcesses(t *testing.T) {
 	if !margin.MatchString(st.dateCommand) {
 		t.Fatalf("the doc's barrier %q has no '+N seconds' margin", st.dateCommand)
 	}
-	out, err := exec.Command("sh", "-c", margin.ReplaceAllString(st.dateCommand, "'+4 seconds'")).Output()
+	out, err := exec.Command("sh", "-c", margin.ReplaceAllString(st.dateCommand, "'+6 seconds'")).Output()
 	if err != nil {
 		t.Fatalf("%s: %v", st.dateCommand, err)
 	}

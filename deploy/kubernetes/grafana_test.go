@@ -82,7 +82,7 @@ func TestDashboardSumsSegments(t *testing.T) {
 
 	const n = 2
 	started := time.Now()
-	startAt := started.Add(3 * time.Second).UTC().Format(time.RFC3339)
+	startAt := started.Add(5 * time.Second).UTC().Format(time.RFC3339)
 	logs := make([]bytes.Buffer, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
