@@ -406,3 +406,73 @@ func (s *shop) counts() map[string]int64 {
 	}
 	return out
 }
+
+// docLoop is the marker of the shell loop of docs/distributed.md.
+const docLoop = "<!-- the shell loop that deploy/kubernetes/distributed_test.go runs -->"
+
+// TestShellLoopFromDoc runs the documented shell loop as it stands, with
+// bash, the hload under test first on PATH and the ConfigMap's test as
+// test.hcl, its barrier margin shortened: four segments on this machine
+// merge to the server's counts and to one process's plan.
+func TestShellLoopFromDoc(t *testing.T) {
+	data, err := os.ReadFile("../../docs/distributed.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), docLoop+"\n```sh\n")
+	if !ok {
+		t.Fatalf("docs/distributed.md lacks %q followed by a sh block", docLoop)
+	}
+	script, _, _ := strings.Cut(after, "```")
+	margin := regexp.MustCompile(`'\+\d+ seconds'`)
+	if !margin.MatchString(script) {
+		t.Fatalf("the loop's barrier has no '+N seconds' margin:\n%s", script)
+	}
+	script = margin.ReplaceAllString(script, "'+6 seconds'")
+
+	m := loadManifests(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "test.hcl"), []byte(m.configMap.Data["test.hcl"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := newShop(t)
+	vars := map[string]string{
+		"base_url": srv.URL, "duration": "2s", "rate": "40", "orders_per_buyer": "2", "think_time": "50ms",
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(hloadBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, "HLOAD_VAR_"+k+"="+v)
+	}
+	timer := time.AfterFunc(time.Minute, func() {
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+		}
+	})
+	defer timer.Stop()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the documented loop: %v\n%s", err, out)
+	}
+	sum := readSummary(t, filepath.Join(dir, "result.json"))
+	served := srv.counts()
+	for _, r := range []struct{ scenario, request, path string }{
+		{"buyers", "order", "POST /orders"}, {"browsers", "list", "GET /products"}, {"browsers", "detail", "GET /products/{id}"},
+	} {
+		sc := sum.Scenarios[r.scenario]
+		if sc == nil || sc.Requests[r.request] == nil {
+			t.Fatalf("the merged summary lacks %s/%s:\n%s", r.scenario, r.request, out)
+		}
+		if got := sc.Requests[r.request]; got.Count != served[r.path] {
+			t.Errorf("%s/%s: merged %d, the server answered %d", r.scenario, r.request, got.Count, served[r.path])
+		}
+	}
+	plan := planIterations(t, filepath.Join(dir, "test.hcl"), vars, -1, 0)
+	for _, name := range []string{"buyers", "browsers"} {
+		if got := sum.Scenarios[name].Iterations; got != plan[name] {
+			t.Errorf("%s: merged %d iterations, one process plans %d", name, got, plan[name])
+		}
+	}
+	t.Logf("server %v; plan %v", served, plan)
+}
