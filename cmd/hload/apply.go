@@ -28,28 +28,26 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	var (
 		common        commonFlags
 		summaryExport string
-		segment       string
-		startAt       string
+		segment       segmentFlags
+		start         startFlags
 		quiet         bool
 	)
 	common.register(fs)
-	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this file")
-	fs.StringVar(&segment, "segment", "1/1", "run only share i of n of the load, for sharded runs")
-	fs.StringVar(&startAt, "start-at", "", "wait until this RFC3339 time before starting, to align shards")
+	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this file; - prints it as the last line of stdout, on one line")
+	segment.register(fs)
+	start.register(fs)
 	fs.BoolVar(&quiet, "quiet", false, "print no live progress, only the summary")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	seg, err := core.ParseSegment(segment)
+	seg, err := segment.resolve()
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	var startTime time.Time
-	if startAt != "" {
-		if startTime, err = time.Parse(time.RFC3339, startAt); err != nil {
-			return &exitError{code: exitUsage, err: fmt.Errorf("--start-at %q: want an RFC3339 time such as 2026-01-02T15:04:05Z", startAt)}
-		}
+	barrier, err := start.resolve()
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 
 	// The first signal stops the run gracefully; the second cancels calls
@@ -100,8 +98,11 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	collector := series.New(core.Plan(test, seg))
 	sinks = append(sinks, collector)
 
-	if !startTime.IsZero() {
-		if err := waitUntil(ctx, stop, startTime); err != nil {
+	if !barrier.time.IsZero() {
+		if err := barrier.late(time.Now()); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		if err := waitUntil(ctx, stop, barrier.time); err != nil {
 			return &exitError{code: exitInterrupted, err: err}
 		}
 	}
@@ -117,7 +118,7 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	})
 	if sum != nil && summaryExport != "" {
 		sum.Series = collector.Series()
-		if err := writeJSON(summaryExport, sum); err != nil {
+		if err := writeSummaryExport(summaryExport, sum, stdout); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("--summary-export: %w", err))
 		}
 	}

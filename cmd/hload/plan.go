@@ -18,17 +18,17 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var (
 		common  commonFlags
-		segment string
+		segment segmentFlags
 		latency time.Duration
 	)
 	common.register(fs)
-	fs.StringVar(&segment, "segment", "1/1", "plan only share i of n of the load")
+	segment.register(fs)
 	fs.DurationVar(&latency, "latency", 100*time.Millisecond, "open model: the iteration latency to size the VU pool for (Little's law)")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	seg, err := core.ParseSegment(segment)
+	seg, err := segment.resolve()
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
