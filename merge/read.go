@@ -41,6 +41,21 @@ func ReadFile(name string, data []byte) (Input, error) {
 	return Input{Name: name, Summary: &sum}, nil
 }
 
+// ReadPath reads the file name holds: a summary export, or a log that
+// holds results as lines (a pod's `kubectl logs > pod-0.log`), which is
+// read as ReadStream reads standard input. A file is taken as a log when
+// it does not start with a JSON object.
+func ReadPath(name string, data []byte) ([]Input, error) {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
+		return ReadStream(name, bytes.NewReader(data))
+	}
+	in, err := ReadFile(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return []Input{in}, nil
+}
+
 // isSummary tells a summary export from other JSON.
 func isSummary(sum *metrics.Summary) bool {
 	return sum.Mergeable != nil || (sum.RunID != "" && sum.Scenarios != nil)

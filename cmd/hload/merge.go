@@ -45,11 +45,11 @@ func cmdMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
-		in, err := merge.ReadFile(name, data)
+		in, err := merge.ReadPath(name, data)
 		if err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
-		inputs = append(inputs, in)
+		inputs = append(inputs, in...)
 	}
 	sum, err := merge.Merge(inputs)
 	if err != nil {
