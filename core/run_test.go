@@ -347,23 +347,27 @@ func TestLatencyIsRight(t *testing.T) {
 		t.Fatalf("only %d hload and %d reference requests", len(hloadAdds), len(refAdds))
 	}
 	hloadMedian, refMedian := median(hloadAdds), median(refAdds)
-	// The summary's own figures, from the histograms: the median latency
-	// less the server's median time in its handler.
-	var inHandler []time.Duration
+	// The summary's own figure, from the histograms, is the median of the
+	// very latencies the raw samples carry. (Its distance from the server's
+	// median time in the handler is no check: under contention the handler
+	// times spread out, and the median of a sum is not the sum of medians.
+	// A CI run saw the handler's median at 52.5 ms and p50 at 57.6 ms.)
+	var inHandler, lats []time.Duration
 	for _, r := range rec.raw {
 		inHandler = append(inHandler, server[fmt.Sprintf("/sleep/%d/%d", r.VU, r.Iteration)])
+		lats = append(lats, r.Latency)
 	}
 	l := sum.Scenarios["sleepy"].Requests["r"].Latency
-	summaryAdds := time.Duration(l.P50*float64(time.Millisecond)) - median(inHandler)
-	t.Logf("%d requests: p50 %.3f ms p99 %.3f ms; beyond the server's handler time: hload median %v, summary p50 %v, reference client (%d requests) median %v",
-		len(hloadAdds), l.P50, l.P99, hloadMedian, summaryAdds, len(refAdds), refMedian)
+	p50 := time.Duration(l.P50 * float64(time.Millisecond))
+	t.Logf("%d requests: p50 %.3f ms p99 %.3f ms, the raw samples' median %v, the handler's median %v; beyond the server's handler time: hload median %v, reference client (%d requests) median %v",
+		len(hloadAdds), l.P50, l.P99, median(lats), median(inHandler), hloadMedian, len(refAdds), refMedian)
 	const margin = time.Millisecond
 	if hloadMedian > refMedian+margin {
 		t.Errorf("hload adds %v to the server's time at the median, the reference client %v: more than %v apart", hloadMedian, refMedian, margin)
 	}
-	// The histogram keeps 3 significant figures: 50 us at 50 ms.
-	if summaryAdds > refMedian+margin+50*time.Microsecond {
-		t.Errorf("the summary's p50 adds %v to the server's median time, the reference client %v: more than %v apart", summaryAdds, refMedian, margin)
+	// The histogram keeps 3 significant figures: 0.1 %, 50 us at 50 ms.
+	if d, tol := (p50 - median(lats)).Abs(), median(lats)/500; d > tol {
+		t.Errorf("the summary's p50 is %v, the raw samples' median %v: more than %v apart", p50, median(lats), tol)
 	}
 }
 
