@@ -29,6 +29,9 @@ type Input struct {
 // takes a few MB.
 const maxLine = 512 << 20
 
+// errNoResult is a stream that holds no result.
+var errNoResult = errors.New("no result found")
+
 // ReadFile reads one summary export, as --summary-export writes it.
 func ReadFile(name string, data []byte) (Input, error) {
 	var sum metrics.Summary
@@ -47,7 +50,12 @@ func ReadFile(name string, data []byte) (Input, error) {
 // it does not start with a JSON object.
 func ReadPath(name string, data []byte) ([]Input, error) {
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] != '{' {
-		return ReadStream(name, bytes.NewReader(data))
+		in, err := ReadStream(name, bytes.NewReader(data))
+		if errors.Is(err, errNoResult) {
+			return nil, fmt.Errorf("%s: not a summary export (hload apply --summary-export), nor a log with one "+
+				"on a line of its own (hload apply --summary-export - prints it as the last line of its output)", name)
+		}
+		return in, err
 	}
 	in, err := ReadFile(name, data)
 	if err != nil {
@@ -94,8 +102,8 @@ func ReadStream(name string, r io.Reader) ([]Input, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no result found: no line holds a summary export as one line of JSON "+
-			"(hload apply --summary-export - prints it as the last line of its output)", name)
+		return nil, fmt.Errorf("%s: %w: no line holds a summary export as one line of JSON "+
+			"(hload apply --summary-export - prints it as the last line of its output)", name, errNoResult)
 	}
 	return out, nil
 }

@@ -37,7 +37,7 @@ func TestReadPathOfLog(t *testing.T) {
 		t.Errorf("a broken export: %v; want a refusal naming broken.json", err)
 	}
 	_, err = ReadPath("pod-1.log", []byte("hload: error\n"))
-	if err == nil || !strings.Contains(err.Error(), "pod-1.log: no result found") {
+	if err == nil || !strings.Contains(err.Error(), "pod-1.log: not a summary export") {
 		t.Errorf("a log without a result: %v; want a refusal naming pod-1.log", err)
 	}
 }

@@ -1,6 +1,7 @@
 package merge
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -357,15 +358,7 @@ func events(inputs []Input, order []int, segs []core.Segment, started time.Time)
 			out = append(out, metrics.SeriesEvent{TimeS: e.TimeS + offset, Text: fmt.Sprintf("%s (segment %s)", e.Text, segs[i])})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b metrics.SeriesEvent) int {
-		switch {
-		case a.TimeS < b.TimeS:
-			return -1
-		case a.TimeS > b.TimeS:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b metrics.SeriesEvent) int { return cmp.Compare(a.TimeS, b.TimeS) })
 	if len(out) > maxEvents {
 		out = out[:maxEvents]
 	}

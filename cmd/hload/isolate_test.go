@@ -25,7 +25,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/plugins/host"
 	"github.com/hload/hload/protocols"
 )
@@ -60,19 +59,6 @@ scenario "s" {
 }
 `
 
-func isolateSummary(t testing.TB, path string) metrics.Summary {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum metrics.Summary
-	if err := json.Unmarshal(data, &sum); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return sum
-}
-
 // isolatedLeftovers lists live processes that run hload as a plugin, which
 // must all be gone once hload exited.
 func isolatedLeftovers(t testing.TB) []string {
@@ -103,7 +89,7 @@ func TestIsolatedHTTPCountsMatch(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	sum := isolateSummary(t, filepath.Join(dir, "summary.json"))
+	sum := *exportedSummary(t, filepath.Join(dir, "summary.json"))
 	figures := sum.Scenarios["s"].Requests["r"]
 	if figures.Count == 0 || figures.Count != served.Load() {
 		t.Errorf("summary count %d, server received %d", figures.Count, served.Load())
@@ -146,7 +132,7 @@ func TestIsolatedHTTPFailuresKeepTheirMessages(t *testing.T) {
 		if r.code != exitOK && r.code != exitThreshold {
 			t.Fatalf("isolate=%v: exit %d\nstdout:\n%s\nstderr:\n%s", isolate, r.code, r.stdout, r.stderr)
 		}
-		figures := isolateSummary(t, filepath.Join(dir, out)).Scenarios["s"].Requests["r"]
+		figures := exportedSummary(t, filepath.Join(dir, out)).Scenarios["s"].Requests["r"]
 		if figures.Count != served.Load() || figures.Errors != failed.Load() || figures.Errors == 0 {
 			t.Errorf("isolate=%v: %d requests, %d errors; the server served %d, %d of them 500", isolate, figures.Count, figures.Errors, served.Load(), failed.Load())
 		}
@@ -309,7 +295,7 @@ func benchIsolated(b *testing.B, pin bool) {
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("isolate=%v: %v\n%s", isolate, err, stderr.String())
 		}
-		sum := isolateSummary(b, out)
+		sum := *exportedSummary(b, out)
 		figures := sum.Scenarios["s"].Requests["r"]
 		if figures.Errors != 0 || figures.Count == 0 {
 			b.Fatalf("isolate=%v: %d requests, %d errors", isolate, figures.Count, figures.Errors)

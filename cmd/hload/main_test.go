@@ -339,7 +339,7 @@ func TestReadmeExample(t *testing.T) {
 }
 
 // exportedSummary reads a --summary-export file.
-func exportedSummary(t *testing.T, path string) *metrics.Summary {
+func exportedSummary(t testing.TB, path string) *metrics.Summary {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -392,19 +393,7 @@ func pointData(set map[seriesKey]*pointSeries) ([]SeriesData, error) {
 }
 
 func compareKeys(a, b seriesKey) int {
-	if a.scenario != b.scenario {
-		if a.scenario < b.scenario {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.request < b.request:
-		return -1
-	case a.request > b.request:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(a.scenario, b.scenario), cmp.Compare(a.request, b.request))
 }
 
 func encodePacked(h *hdr.PackedHistogram) (string, error) {
