@@ -27,13 +27,30 @@ func (w slowLog) Write(p []byte) (int, error) {
 // reported with those lines, the very last one included, though the host
 // sees the broken connection long before it has read them: a dead
 // plugin's failure waits for its stderr to be read to the end.
+//
+// "shows as dead late" stands for a busy machine, where the host reads the
+// broken connection before /proc shows the process as a zombie: a process
+// closes its files before it becomes one. A CI run saw that, and the
+// failure came 8 ms after the call with only 2 of its lines.
 func TestCrashWaitsForLastStderrLines(t *testing.T) {
+	t.Run("shows as dead at once", func(t *testing.T) { testCrashLastLines(t, 0) })
+	t.Run("shows as dead late", func(t *testing.T) { testCrashLastLines(t, 200*time.Millisecond) })
+}
+
+func testCrashLastLines(t *testing.T, deadAfter time.Duration) {
 	const lines = 100
 	p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Log: slowLog{delay: 3 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Kill()
+	var broke time.Time // when lastLines first asked: the connection broke
+	p.dead = func(pid int) bool {
+		if broke.IsZero() {
+			broke = time.Now()
+		}
+		return time.Since(broke) >= deadAfter && dead(pid)
+	}
 	c, err := p.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("crash:100")}))
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,9 @@ type Plugin struct {
 	remote   *wire.Remote
 	info     protocols.Info // as the plugin describes itself
 	killOnce sync.Once
+	// dead reports whether process pid has exited; tests slow it down to
+	// stand for a process that shows as dead late.
+	dead func(pid int) bool
 }
 
 var (
@@ -141,7 +144,7 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		}
 	}
 
-	p := &Plugin{spec: spec, stderr: newRing(stderrLines)}
+	p := &Plugin{spec: spec, stderr: newRing(stderrLines), dead: dead}
 	log := spec.Log
 	if log == nil {
 		log = os.Stderr
@@ -360,17 +363,31 @@ func (p *Plugin) Stderr() []string { return p.stderr.Lines() }
 // stderrDrain bounds the wait for a dead plugin's last stderr lines.
 const stderrDrain = 2 * time.Second
 
+// exitGrace is how long a plugin whose connection broke may take to show
+// as dead in /proc: a process closes its files, and so its connection,
+// before it becomes a zombie, and on a busy machine the host can read the
+// broken connection in between (a CI run saw it 8 ms after the call).
+const exitGrace = 500 * time.Millisecond
+
 // lastLines returns the plugin's last stderr lines for a failure message.
 // A plugin that crashed wrote its last lines (the runtime's panic and
 // stack) just before it died, and the host sees the broken connection as
-// soon as the lines: so when the process is dead, it waits until go-plugin
-// has read its stderr to the end (Exited is set only after that).
+// soon as the lines: so when the process is dead, or dies within
+// exitGrace, it waits until go-plugin has read its stderr to the end
+// (Exited is set only after that). A plugin still alive after exitGrace
+// did not crash (it hangs, or closed its end): its lines are taken as
+// they are.
 func (p *Plugin) lastLines() []string {
-	if pid := p.Pid(); pid != 0 && dead(pid) {
-		deadline := time.Now().Add(stderrDrain)
-		for !p.client.Exited() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+	pid := p.Pid()
+	if pid == 0 {
+		return p.stderr.Lines()
+	}
+	start := time.Now()
+	for !p.client.Exited() && time.Since(start) < stderrDrain {
+		if !p.dead(pid) && time.Since(start) >= exitGrace {
+			break
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return p.stderr.Lines()
 }
