@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,10 +38,10 @@ target "events" {
   protocol = "sse"
   base_url = var.base_url
 }
-# The server fails /r/0 and /pay/0: segment 1/2 (index 0) gets only
-# errors there, segment 2/2 none, and the segments have 1 and 2 VUs, so
-# the run's error and failure rates (near 1/3 or 2/3) differ from the
-# mean of the segments' rates (1/2).
+# Segment 1/2 (index 0) has 1 VU, 2/2 has 2. The server fails every
+# /r/0 and every other /pay/0, so the run's error and failure rates
+# differ from the mean of the segments' rates, and answers /r/0 and
+# /cart/0 slower, so the segments' mean latencies differ.
 scenario "s" {
   executor = "constant-vus"
   vus      = 3
@@ -57,7 +58,7 @@ scenario "f" {
   target     = "t"
   flow "order" {
     request "cart" {
-      path = "/cart"
+      path = "/cart/${env("JOB_COMPLETION_INDEX")}"
     }
     request "pay" {
       path = "/pay/${env("JOB_COMPLETION_INDEX")}"
@@ -90,7 +91,8 @@ sink "influxdb" {
 // end-of-run tables (per request, per flow, SSE) count every call, flow
 // and event the server saw, its error rate is the server's failures over
 // its calls, and its VU panel reaches the test's VUs, which no segment
-// has alone. The AMQP totals table is the SSE one's query for amqp_
+// has alone; the tables' mean columns are the means of hload merge of
+// the segments' results. The AMQP totals table is the SSE one's query for amqp_
 // metrics, and every panel of percentiles says that it shows the highest
 // segment's and that `hload merge` gives the exact ones.
 func TestDashboardSumsSegments(t *testing.T) {
@@ -106,25 +108,30 @@ func TestDashboardSumsSegments(t *testing.T) {
 		bucket = "hload"
 	}
 	// The server's own counts: calls of request r (served) and of them
-	// the failed ones (/r/0), the flow's first and last steps, and the
-	// SSE subscriptions and events it wrote.
+	// the failed ones (/r/0), the flow's first and last steps (/pay/0
+	// fails every other call), and the SSE subscriptions and events it
+	// wrote.
 	const eventsPerStream = 5
-	var served, failed, carts, pays, paysFailed, streams, events atomic.Int64
+	var served, failed, carts, pays, pays0, paysFailed, streams, events atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch path := r.URL.Path; {
-		case strings.HasPrefix(path, "/r/"):
+		case path == "/r/0":
 			served.Add(1)
-			time.Sleep(5 * time.Millisecond)
-			if path == "/r/0" {
-				failed.Add(1)
-				http.Error(w, "fails", http.StatusInternalServerError)
-				return
-			}
-		case path == "/cart":
+			failed.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			http.Error(w, "fails", http.StatusInternalServerError)
+			return
+		case path == "/r/1":
+			served.Add(1)
+			time.Sleep(2 * time.Millisecond)
+		case strings.HasPrefix(path, "/cart/"):
 			carts.Add(1)
+			if path == "/cart/0" {
+				time.Sleep(20 * time.Millisecond)
+			}
 		case strings.HasPrefix(path, "/pay/"):
 			pays.Add(1)
-			if path == "/pay/0" {
+			if path == "/pay/0" && pays0.Add(1)%2 == 0 {
 				paysFailed.Add(1)
 				http.Error(w, "fails", http.StatusInternalServerError)
 				return
@@ -193,10 +200,32 @@ func TestDashboardSumsSegments(t *testing.T) {
 	if count != served.Load() || count == 0 {
 		t.Fatalf("the segments counted %d calls, the server %d", count, served.Load())
 	}
+	// The exact means of the whole run, for the end-of-run tables' mean
+	// columns: hload merge of the segments' logs, as kubectl logs gives
+	// them.
+	merge := exec.Command(hloadBin, "merge", "-", "--summary-export=merged.json")
+	merge.Dir = dir
+	merge.Stdin = strings.NewReader(logs[0].String() + logs[1].String())
+	if out, err := merge.CombinedOutput(); err != nil {
+		t.Fatalf("hload merge: %v\n%s", err, out)
+	}
+	var merged metrics.Summary
+	if b, err := os.ReadFile(filepath.Join(dir, "merged.json")); err != nil {
+		t.Fatal(err)
+	} else if err := json.Unmarshal(b, &merged); err != nil {
+		t.Fatal(err)
+	}
+	if merged.Scenarios["s"] == nil || merged.Scenarios["s"].Requests["r"] == nil || merged.Scenarios["f"] == nil || merged.Scenarios["f"].Flows["order"] == nil {
+		t.Fatalf("the merged summary lacks s/r or the flow f/order: %+v", merged.Scenarios)
+	}
+	meanR, meanFlow := merged.Scenarios["s"].Requests["r"].Latency.Mean, merged.Scenarios["f"].Flows["order"].Duration.Mean
 	// The error-rate check needs segments whose rates differ, and both
 	// with calls: one fails every call, the other none.
 	if failed.Load() == 0 || failed.Load() == served.Load() {
 		t.Fatalf("the server failed %d of %d calls; want the calls of one segment of two", failed.Load(), served.Load())
+	}
+	if 2*failed.Load() == served.Load() {
+		t.Fatalf("the server failed %d of %d calls: half, the mean of the segments' rates, which the check below must tell apart", failed.Load(), served.Load())
 	}
 
 	raw, err := os.ReadFile("../../examples/grafana/dashboards/hload.json")
@@ -257,6 +286,13 @@ func TestDashboardSumsSegments(t *testing.T) {
 		}
 		return found
 	}
+	// near reports whether r's column c holds want within 1 µs: a mean
+	// of the segments' means weighted by their counts is the merged mean
+	// but for float rounding.
+	near := func(r map[string]any, c string, want float64) bool {
+		v, ok := r[c].(float64)
+		return ok && math.Abs(v-want) < 0.001
+	}
 	// is reports whether r's column c holds the number want.
 	is := func(r map[string]any, c string, want float64) bool {
 		switch v := r[c].(type) {
@@ -270,8 +306,8 @@ func TestDashboardSumsSegments(t *testing.T) {
 
 	totals := query("Per request, end of run")
 	r := row(totals, "scenario", "s", "request", "r")
-	if r == nil || !is(r, "count", float64(count)) || !is(r, "errors", float64(failed.Load())) {
-		t.Errorf("end-of-run table: %v; want s/r counting the %d calls of both segments, %d failed, as the server did", r, count, failed.Load())
+	if r == nil || !is(r, "count", float64(count)) || !is(r, "errors", float64(failed.Load())) || !near(r, "latency_mean_ms", meanR) {
+		t.Errorf("end-of-run table: %v; want s/r counting the %d calls of both segments, %d failed, as the server did, and the merged mean latency %v ms", r, count, failed.Load(), meanR)
 	}
 	var peak float64
 	for _, r := range query("Virtual users") {
@@ -300,8 +336,8 @@ func TestDashboardSumsSegments(t *testing.T) {
 	// Error rate: with one window holding the whole run (windows are
 	// aligned on the Unix epoch; 100000 days end in 2243), the panel's
 	// one point for s/r is the server's failures over its calls. The
-	// mean of the segments' rates would be near 1/2, the run's is near
-	// 1/3 or 2/3 (one segment has 1 VU, the other 2).
+	// mean of the segments' rates would be near 1/2; the run's is near
+	// 1/5 (1 VU on 10 ms calls that fail, 2 on 2 ms calls that pass).
 	rates := queryWindow("Error rate per request", "100000d")
 	wantRate := float64(failed.Load()) / float64(served.Load())
 	if r := row(rates, "scenario", "s", "request", "r"); r == nil || !is(r, "_value", wantRate) {
@@ -328,12 +364,12 @@ func TestDashboardSumsSegments(t *testing.T) {
 	f := row(flows, "scenario", "f", "flow", "order")
 	wantFailure := float64(paysFailed.Load()) / float64(carts.Load())
 	if f == nil || !is(f, "count", float64(carts.Load())) || !is(f, "failed", float64(paysFailed.Load())) ||
-		!is(f, "completed", float64(pays.Load()-paysFailed.Load())) || !is(f, "failure_rate", wantFailure) {
-		t.Errorf("per flow, end of run: %v; want order ended %d times (the server's /cart calls), %d completed, %d failed (its 500s), failure_rate %v",
-			f, carts.Load(), pays.Load()-paysFailed.Load(), paysFailed.Load(), wantFailure)
+		!is(f, "completed", float64(pays.Load()-paysFailed.Load())) || !is(f, "failure_rate", wantFailure) || !near(f, "duration_mean_ms", meanFlow) {
+		t.Errorf("per flow, end of run: %v; want order ended %d times (the server's /cart calls), %d completed, %d failed (its 500s), failure_rate %v, and the merged mean duration %v ms",
+			f, carts.Load(), pays.Load()-paysFailed.Load(), paysFailed.Load(), wantFailure, meanFlow)
 	}
-	if paysFailed.Load() == 0 || paysFailed.Load() == pays.Load() || 2*paysFailed.Load() == pays.Load() {
-		t.Errorf("the server failed %d of %d /pay calls; want the calls of one segment of two, of unequal sizes", paysFailed.Load(), pays.Load())
+	if paysFailed.Load() == 0 || 2*paysFailed.Load() == pays.Load() {
+		t.Errorf("the server failed %d of %d /pay calls; want every other call of one segment", paysFailed.Load(), pays.Load())
 	}
 
 	// SSE: every event the server wrote, on every stream it served.
@@ -362,8 +398,8 @@ func TestDashboardSumsSegments(t *testing.T) {
 	if withPercentiles != 9 {
 		t.Errorf("%d panels show percentiles or means; the dashboard has 9", withPercentiles)
 	}
-	t.Logf("segments %v: %d calls, the server %d (%d failed); end-of-run table %v; VU peak %v; error rate %v; flow %v; SSE events %v (server %d on %d streams)",
-		runIDs, count, served.Load(), failed.Load(), r, peak, rates, f, row(sse, "metric", "sse_events"), events.Load(), streams.Load())
+	t.Logf("segments %v: %d calls, the server %d (%d failed); end-of-run table %v; VU peak %v; error rate %v; flow %v; merged means: s/r %v ms, order %v ms; SSE events %v (server %d on %d streams)",
+		runIDs, count, served.Load(), failed.Load(), r, peak, rates, f, meanR, meanFlow, row(sse, "metric", "sse_events"), events.Load(), streams.Load())
 }
 
 // panel is what the test reads of a dashboard panel.
