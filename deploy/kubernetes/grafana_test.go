@@ -92,9 +92,10 @@ sink "influxdb" {
 // and event the server saw, its error rate is the server's failures over
 // its calls, and its VU panel reaches the test's VUs, which no segment
 // has alone; the tables' mean columns are the means of hload merge of
-// the segments' results. The AMQP totals table is the SSE one's query for amqp_
-// metrics, and every panel of percentiles says that it shows the highest
-// segment's and that `hload merge` gives the exact ones.
+// the segments' results. The AMQP totals table is the SSE one's query
+// for amqp_ metrics (no broker runs here), and every panel of
+// percentiles says that it shows the highest segment's and that
+// `hload merge` gives the exact ones.
 func TestDashboardSumsSegments(t *testing.T) {
 	url, bucket, org := os.Getenv("HLOAD_INFLUX_URL"), os.Getenv("HLOAD_INFLUX_BUCKET"), os.Getenv("HLOAD_INFLUX_ORG")
 	if url == "" {
