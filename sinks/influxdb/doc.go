@@ -67,7 +67,7 @@
 //	                kind is timeout, connection_refused, ...
 //	hload_metrics   per interval, per (scenario, request, metric), when the
 //	                snapshot carries the protocol metrics (sse_delivery_latency,
-//	                amqp_publish, ...): count, latency_*_ms as above
+//	                amqp_confirmed, ...): count, latency_*_ms as above
 //	hload_scenarios per interval, per scenario: active_vus, dropped_iterations
 //	hload_gauges    per interval when a protocol reports levels: one integer
 //	                field per gauge, such as sse_open_streams

@@ -115,7 +115,7 @@ func (c *streamClient) Do(ctx context.Context, call protocols.Call, emit func(pr
 	case <-time.After(20 * time.Millisecond):
 	}
 	now := time.Now()
-	for _, m := range []string{"sse_events", "sse_delivery_latency", "amqp_publish", "amqp_consumed"} {
+	for _, m := range []string{"sse_events", "sse_delivery_latency", "amqp_confirmed", "amqp_consumed"} {
 		emit(protocols.Sample{Metric: m, Time: now, Value: 3 * time.Millisecond})
 	}
 	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: now, Value: 20 * time.Millisecond, Status: 200})
@@ -676,7 +676,7 @@ func writeIntervalMetrics(t *testing.T, in influx) string {
 	for i := 1; i <= 5; i++ {
 		end := start.Add(time.Duration(i) * time.Second)
 		m := map[string]metrics.MetricFigures{}
-		for _, name := range []string{"sse_events", "sse_delivery_latency", "sse_events_missed", "amqp_publish", "amqp_consumed", "amqp_returned"} {
+		for _, name := range []string{"sse_events", "sse_delivery_latency", "sse_events_missed", "amqp_confirmed", "amqp_consumed", "amqp_returned"} {
 			m[name] = metrics.MetricFigures{Count: int64(10 * i), LatencyFigures: lat}
 		}
 		sk.Write(metrics.Snapshot{Start: end.Add(-time.Second), End: end, Elapsed: time.Duration(i) * time.Second,

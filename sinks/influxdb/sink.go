@@ -359,7 +359,7 @@ func (s *Sink) flow(l *line, m, scenario, flow string) {
 }
 
 // metricPoints writes one point per protocol metric, such as
-// sse_delivery_latency or amqp_publish.
+// sse_delivery_latency or amqp_confirmed.
 func (s *Sink) metricPoints(l *line, m, scenario, request string, ms map[string]metrics.MetricFigures, t time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(ms)) {
 		mf := ms[name]
