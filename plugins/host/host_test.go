@@ -703,3 +703,20 @@ func TestPluginOfWireVersion2(t *testing.T) {
 		})
 	}
 }
+
+// TestSteadyVersions: go-plugin lists hload's versions from a map, in any
+// order; the refusal lists them sorted, so it reads the same every time.
+func TestSteadyVersions(t *testing.T) {
+	base := errors.New("Incompatible API version with plugin. Plugin version: 4, Client versions: [3 2]")
+	err := steadyVersions(base)
+	if want := "Incompatible API version with plugin. Plugin version: 4, Client versions: [2 3]"; err.Error() != want {
+		t.Errorf("got %q, want %q", err, want)
+	}
+	if !errors.Is(err, base) {
+		t.Error("the sorted error does not wrap go-plugin's")
+	}
+	other := errors.New("plugin exited before we could connect")
+	if steadyVersions(other) != other {
+		t.Error("an error without versions changed")
+	}
+}

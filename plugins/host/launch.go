@@ -5,6 +5,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,7 +182,7 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 		// Kill waits for go-plugin's stderr reader, so the lines that
 		// explain the failure are all in before they are read.
 		p.Kill()
-		return nil, &Error{Plugin: spec.Name, Path: spec.Path, Err: err, Hint: startHint(err, p.stderr.Lines(), spec), Stderr: p.stderr.Lines()}
+		return nil, &Error{Plugin: spec.Name, Path: spec.Path, Err: steadyVersions(err), Hint: startHint(err, p.stderr.Lines(), spec), Stderr: p.stderr.Lines()}
 	}
 	return p, nil
 }
@@ -219,6 +221,37 @@ func (p *Plugin) start(ctx context.Context) error {
 // pluginVersion finds the version in go-plugin's "Incompatible API
 // version" error.
 var pluginVersion = regexp.MustCompile(`Plugin version: (\d+)`)
+
+// clientVersions is the list of hload's versions in go-plugin's
+// "Incompatible API version" error.
+var clientVersions = regexp.MustCompile(`Client versions: \[([\d ]+)\]`)
+
+// versionsError is go-plugin's error with its text made steady.
+type versionsError struct {
+	msg string
+	err error
+}
+
+func (e *versionsError) Error() string { return e.msg }
+func (e *versionsError) Unwrap() error { return e.err }
+
+// steadyVersions sorts the versions go-plugin lists in its "Incompatible
+// API version" error: it takes them from a map, so the same refusal
+// printed [2 3] in one run and [3 2] in the next.
+func steadyVersions(err error) error {
+	msg := err.Error()
+	m := clientVersions.FindStringSubmatchIndex(msg)
+	if m == nil {
+		return err
+	}
+	vs := strings.Fields(msg[m[2]:m[3]])
+	slices.SortFunc(vs, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return cmp.Compare(x, y)
+	})
+	return &versionsError{msg: msg[:m[2]] + strings.Join(vs, " ") + msg[m[3]:], err: err}
+}
 
 // startHint explains go-plugin's start errors in the user's terms.
 func startHint(err error, stderr []string, spec LaunchSpec) string {
