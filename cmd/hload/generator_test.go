@@ -58,6 +58,13 @@ func TestGeneratorSaturation(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the run-queue wait and taskset are Linux's")
 	}
+	if testing.Short() {
+		// In the race pass, other packages' tests run beside it on the
+		// pinned core: a CI run there gave hload 10 % of the core and
+		// the busy loop 61 %, and the saturated intervals were not in a
+		// row. The full pass runs one package at a time.
+		t.Skip("timing-sensitive: scripts/test.sh runs it in the full pass, without -short and -race")
+	}
 	taskset, core := tasksetLastCPU(t)
 	srv := newPathCounter(t, nil)
 
