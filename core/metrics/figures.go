@@ -73,11 +73,41 @@ func flowFigures(c *counters, duration *hdr.Histogram, seconds float64) FlowFigu
 // latencyFigures summarises a histogram in milliseconds; all zero when it is
 // nil or empty.
 func latencyFigures(h *hdr.Histogram) LatencyFigures {
-	l := shape(h)
-	if l != (LatencyFigures{}) {
-		l.Stdev = ms(h.StdDev())
+	if h == nil {
+		return LatencyFigures{}
 	}
-	return l
+	return figuresOf(h)
+}
+
+// histogram is what the figures are read from: a run's Histogram, or a
+// merge point's PackedHistogram, which answer the same queries.
+type histogram interface {
+	TotalCount() int64
+	ValueAtPercentilesSlice(percentiles []float64) []int64
+	Min() int64
+	Max() int64
+	Mean() float64
+	StdDev() float64
+}
+
+// figuresOf summarises a histogram that is not nil in milliseconds; all
+// zero when it is empty.
+func figuresOf(h histogram) LatencyFigures {
+	if h.TotalCount() == 0 {
+		return LatencyFigures{}
+	}
+	p := h.ValueAtPercentilesSlice(percentiles)
+	return LatencyFigures{
+		Min:   ms(float64(h.Min())),
+		Mean:  ms(h.Mean()),
+		Stdev: ms(h.StdDev()),
+		P50:   ms(float64(p[0])),
+		P90:   ms(float64(p[1])),
+		P95:   ms(float64(p[2])),
+		P99:   ms(float64(p[3])),
+		P999:  ms(float64(p[4])),
+		Max:   ms(float64(h.Max())),
+	}
 }
 
 // metricFigures summarises the histogram of a metric other than the request
@@ -88,23 +118,4 @@ func metricFigures(h *hdr.Histogram) MetricFigures {
 		return MetricFigures{}
 	}
 	return MetricFigures{Count: h.TotalCount(), LatencyFigures: l}
-}
-
-// shape fills every latency figure but Stdev, which costs another pass
-// over the histogram.
-func shape(h *hdr.Histogram) LatencyFigures {
-	if h == nil || h.TotalCount() == 0 {
-		return LatencyFigures{}
-	}
-	p := h.ValueAtPercentilesSlice(percentiles)
-	return LatencyFigures{
-		Min:  ms(float64(h.Min())),
-		Mean: ms(h.Mean()),
-		P50:  ms(float64(p[0])),
-		P90:  ms(float64(p[1])),
-		P95:  ms(float64(p[2])),
-		P99:  ms(float64(p[3])),
-		P999: ms(float64(p[4])),
-		Max:  ms(float64(h.Max())),
-	}
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -430,15 +431,10 @@ func DecodePointHistogram(s string) (*hdr.PackedHistogram, error) {
 // PointFigures summarises a point's histogram in milliseconds: the same
 // figures as a summary's; all zero when it is nil or empty.
 func PointFigures(h *hdr.PackedHistogram) LatencyFigures {
-	if h == nil || h.TotalCount() == 0 {
+	if h == nil {
 		return LatencyFigures{}
 	}
-	p := h.ValueAtPercentilesSlice(percentiles)
-	return LatencyFigures{
-		Min: ms(float64(h.Min())), Mean: ms(h.Mean()), Stdev: ms(h.StdDev()),
-		P50: ms(float64(p[0])), P90: ms(float64(p[1])), P95: ms(float64(p[2])),
-		P99: ms(float64(p[3])), P999: ms(float64(p[4])), Max: ms(float64(h.Max())),
-	}
+	return figuresOf(h)
 }
 
 // totalData returns the series' run totals. The caller holds totalsMu.
@@ -566,19 +562,9 @@ func (d *SeriesData) addCounters(c *counters) error {
 // messages of calls recorded here.
 func (a *Aggregator) AddMessages(scenario, request string, messages map[string][]string) {
 	s := a.requests.get(scenario, request)
-	for _, kind := range slices.Sorted(mapKeys(messages)) {
+	for _, kind := range slices.Sorted(maps.Keys(messages)) {
 		for _, m := range messages[kind] {
 			s.messages.note(protocols.ErrorKind(kind), m)
-		}
-	}
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
