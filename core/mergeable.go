@@ -105,10 +105,6 @@ func JudgeMerged(sum *metrics.Summary, specs []metrics.ThresholdSpec, agg *metri
 	sum.Warnings = append(sum.Warnings, unjudgedWarnings(&config.Test{Thresholds: ths}, agg, elapsed)...)
 	sum.Warnings = append(sum.Warnings, requestWarnings(sum)...)
 	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)
-	if n, ok := everyCallFailed(sum); ok && !errorsThresholdHeld(sum) {
-		passed = false
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf(
-			"every one of the run's %d calls failed: the run does not pass (a threshold on errors that allows this would decide)", n))
-	}
 	sum.Passed = sum.Passed && passed
+	failIfEveryCallFailed(sum)
 }

@@ -41,15 +41,7 @@ func (r *run) summarise() *metrics.Summary {
 	if w := saturationWarning(sum.Generator); w != "" {
 		sum.Warnings = append(sum.Warnings, w)
 	}
-	if n, ok := everyCallFailed(sum); ok && !errorsThresholdHeld(sum) {
-		// A run whose every call failed measured nothing but the failure:
-		// k6 and JMeter users read a PASS as "the service held", so it
-		// does not pass. A threshold on errors that held (it must allow a
-		// rate of 100 %) says the user expects failures, and decides.
-		sum.Passed = false
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf(
-			"every one of the run's %d calls failed: the run does not pass (a threshold on errors that allows this would decide)", n))
-	}
+	failIfEveryCallFailed(sum)
 	sort.Strings(sum.Warnings)
 	if r.sinkErr != nil {
 		noteSinkError(sum, r.sinkErr)
@@ -287,4 +279,18 @@ func generatorWarnings(sum *metrics.Summary) []string {
 		}
 	}
 	return out
+}
+
+// failIfEveryCallFailed fails a run whose every call failed, with a
+// warning that says so. Such a run measured nothing but the failure: k6
+// and JMeter users read a PASS as "the service held", so it does not
+// pass. A threshold on errors that held (it must allow a rate of 100 %)
+// says the user expects failures, and decides. Thresholds must be judged
+// first.
+func failIfEveryCallFailed(sum *metrics.Summary) {
+	if n, ok := everyCallFailed(sum); ok && !errorsThresholdHeld(sum) {
+		sum.Passed = false
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf(
+			"every one of the run's %d calls failed: the run does not pass (a threshold on errors that allows this would decide)", n))
+	}
 }
