@@ -13,25 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hload/hload/internal/servicetest"
 	"github.com/hload/hload/plugins/host"
 )
 
 const redisExample = "examples/plugins/redis/example.hcl"
 
 // redisAddr returns the redis-server scripts/redis.sh started for this
-// run. Run alone, without it, the test skips and says how to start one;
-// under scripts/test.sh (HLOAD_REQUIRE_SERVICES) a missing server fails.
+// run; unset, the test fails or skips by servicetest's rule.
 func redisAddr(t *testing.T) string {
 	t.Helper()
-	addr := os.Getenv("HLOAD_REDIS_ADDR")
-	if addr != "" {
-		return addr
-	}
-	if os.Getenv("HLOAD_REQUIRE_SERVICES") != "" {
-		t.Fatal("HLOAD_REDIS_ADDR is unset though HLOAD_REQUIRE_SERVICES is: scripts/test.sh did not start redis-server")
-	}
-	t.Skip(`HLOAD_REDIS_ADDR is unset (run alone, outside scripts/test.sh): run eval "$(scripts/redis.sh start)" first`)
-	return ""
+	return servicetest.Redis.Env(t, "HLOAD_REDIS_ADDR")
 }
 
 // commandStats asks the server for INFO commandstats and returns the calls

@@ -21,6 +21,7 @@ import (
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/internal/servicetest"
 )
 
 // segmentsTest is a test that two segments run, each writing its points
@@ -97,14 +98,7 @@ sink "influxdb" {
 // percentiles says that it shows the highest segment's and that
 // `hload merge` gives the exact ones.
 func TestDashboardSumsSegments(t *testing.T) {
-	url, bucket, org := os.Getenv("HLOAD_INFLUX_URL"), os.Getenv("HLOAD_INFLUX_BUCKET"), os.Getenv("HLOAD_INFLUX_ORG")
-	if url == "" {
-		msg := `HLOAD_INFLUX_URL is not set: run eval "$(scripts/influxd.sh start)" first, or scripts/test.sh`
-		if v := os.Getenv("HLOAD_REQUIRE_SERVICES"); (v != "" && v != "0" && v != "false") || os.Getenv("CI") == "true" {
-			t.Fatal(msg + " (services are required here, so this is a failure, not a skip)")
-		}
-		t.Skip(msg)
-	}
+	url, bucket, org := servicetest.InfluxDB.Env(t, "HLOAD_INFLUX_URL"), os.Getenv("HLOAD_INFLUX_BUCKET"), os.Getenv("HLOAD_INFLUX_ORG")
 	if bucket == "" {
 		bucket = "hload"
 	}

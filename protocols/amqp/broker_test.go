@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,39 +16,19 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/internal/servicetest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/protocoltest"
 )
 
-// servicesRequired says whether a missing broker fails the test rather
-// than skipping it: scripts/test.sh exports HLOAD_REQUIRE_SERVICES=1 beside
-// the broker's address, and CI sets CI=true. Only a test run alone, without
-// either, may skip.
-func servicesRequired() bool {
-	v := os.Getenv("HLOAD_REQUIRE_SERVICES")
-	return (v != "" && v != "0" && v != "false") || os.Getenv("CI") == "true"
-}
-
-// missingService fails the test when services are required, and else
-// skips it with msg, one line.
-func missingService(t *testing.T, msg string) {
-	t.Helper()
-	if servicesRequired() {
-		t.Fatal(msg + " (HLOAD_REQUIRE_SERVICES or CI=true is set, so this is a failure, not a skip)")
-	}
-	t.Skip(msg)
-}
-
 // brokerURL returns the test broker's URL from HLOAD_RABBITMQ_URL, which
-// scripts/rabbitmq.sh start exports, once its port answers. A broker that
-// is named but does not answer is a failure, required or not: whoever set
-// the variable meant the test to run against it.
+// scripts/rabbitmq.sh start exports, once its port answers. Unset, the
+// test fails or skips by servicetest's rule. A broker that is named but
+// does not answer is a failure, required or not: whoever set the variable
+// meant the test to run against it.
 func brokerURL(t *testing.T) string {
 	t.Helper()
-	u := os.Getenv("HLOAD_RABBITMQ_URL")
-	if u == "" {
-		missingService(t, `HLOAD_RABBITMQ_URL is not set: run eval "$(scripts/rabbitmq.sh start)" first, or scripts/test.sh`)
-	}
+	u := servicetest.RabbitMQ.Env(t, "HLOAD_RABBITMQ_URL")
 	parsed, err := amqp.ParseURI(u)
 	if err != nil {
 		t.Fatalf("HLOAD_RABBITMQ_URL=%q: %v", u, err)

@@ -3,7 +3,6 @@ package amqp
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/hload/hload/internal/servicetest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/protocoltest"
 )
@@ -161,10 +161,7 @@ scenario "consume" {
 // outlast it to confirm messages after it.
 func TestBrokerRestartMidRun(t *testing.T) {
 	url := brokerURL(t)
-	ctl := os.Getenv("HLOAD_RABBITMQ_CTL")
-	if ctl == "" {
-		missingService(t, "HLOAD_RABBITMQ_CTL is not set: scripts/rabbitmq.sh start exports it, to restart the broker")
-	}
+	ctl := servicetest.RabbitMQ.Env(t, "HLOAD_RABBITMQ_CTL") // to restart the broker
 	if testing.Short() {
 		t.Skip("slow: restarts a real broker during a 55 s run")
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/internal/servicetest"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 	csvsink "github.com/hload/hload/sinks/csv"
@@ -41,25 +42,6 @@ type influx struct {
 	ctl                     string // scripts/influxd.sh, for the outage test
 }
 
-// servicesRequired says whether a missing InfluxDB fails the test rather
-// than skipping it: scripts/test.sh exports HLOAD_REQUIRE_SERVICES=1 beside
-// the server's address, and CI sets CI=true. Only a test run alone, without
-// either, may skip.
-func servicesRequired() bool {
-	v := os.Getenv("HLOAD_REQUIRE_SERVICES")
-	return (v != "" && v != "0" && v != "false") || os.Getenv("CI") == "true"
-}
-
-// missingService fails the test when services are required, and else
-// skips it with msg, one line.
-func missingService(t *testing.T, msg string) {
-	t.Helper()
-	if servicesRequired() {
-		t.Fatal(msg + " (HLOAD_REQUIRE_SERVICES or CI=true is set, so this is a failure, not a skip)")
-	}
-	t.Skip(msg)
-}
-
 // realInflux reads the service script's exports, and checks that the
 // server answers /ping. A server that is named but does not answer is a
 // failure, required or not: whoever set the variable meant the test to run
@@ -67,14 +49,11 @@ func missingService(t *testing.T, msg string) {
 func realInflux(t *testing.T) influx {
 	t.Helper()
 	in := influx{
-		url:    os.Getenv("HLOAD_INFLUX_URL"),
+		url:    servicetest.InfluxDB.Env(t, "HLOAD_INFLUX_URL"),
 		bucket: os.Getenv("HLOAD_INFLUX_BUCKET"),
 		org:    os.Getenv("HLOAD_INFLUX_ORG"),
 		token:  os.Getenv("HLOAD_INFLUX_TOKEN"),
 		ctl:    os.Getenv("HLOAD_INFLUXD_CTL"),
-	}
-	if in.url == "" {
-		missingService(t, `HLOAD_INFLUX_URL is not set: run eval "$(scripts/influxd.sh start)" first, or scripts/test.sh`)
 	}
 	if in.bucket == "" {
 		in.bucket = "hload"
@@ -763,8 +742,8 @@ func TestRealInfluxOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 26 s run with an InfluxDB outage; skipped under -short")
 	}
-	if in.ctl == "" {
-		missingService(t, "HLOAD_INFLUXD_CTL is not set: the outage test stops and starts influxd through scripts/influxd.sh")
+	if in.ctl == "" { // the outage test stops and starts influxd through it
+		servicetest.InfluxDB.Missing(t, "HLOAD_INFLUXD_CTL is not set")
 	}
 	ctl := func(cmd string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
