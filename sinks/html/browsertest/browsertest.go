@@ -5,6 +5,8 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,39 +15,61 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hload/hload/internal/servicetest"
 )
 
-// ChromiumPath is where Debian's chromium is; scripts/chromium.sh
-// installs it.
-const ChromiumPath = "/usr/bin/chromium"
+// DefaultChromium is where Debian's chromium is; scripts/chromium.sh
+// installs it. HLOAD_CHROMIUM names another.
+const DefaultChromium = "/usr/bin/chromium"
 
-// RequireChromium skips only a test run alone, without scripts/test.sh,
-// on a machine without chromium; under scripts/test.sh (which installs it
-// and sets HLOAD_REQUIRE_SERVICES) a missing chromium fails.
+// chromiumPath is the browser the tests start.
+func chromiumPath() string {
+	if p := os.Getenv("HLOAD_CHROMIUM"); p != "" {
+		return p
+	}
+	return DefaultChromium
+}
+
+// RequireChromium ends a test that finds no Chromium, by the rule every
+// service follows (servicetest): a failure under scripts/test.sh, which
+// installs it, and a skip that says how to install it in a test run alone.
 func RequireChromium(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(ChromiumPath); err == nil {
-		return
+	servicetest.Chromium.File(t, chromiumPath())
+}
+
+// versionKey keys the browser's version in NewBrowser's context.
+type versionKey struct{}
+
+// Version returns the version of the browser NewBrowser started, as the
+// browser reports it ("HeadlessChrome/148.0.7778.167").
+func Version(browserCtx context.Context) string {
+	if v, ok := browserCtx.Value(versionKey{}).(string); ok {
+		return v
 	}
-	if os.Getenv("HLOAD_REQUIRE_SERVICES") != "" {
-		t.Fatalf("%s is missing; scripts/chromium.sh installs it", ChromiumPath)
-	}
-	t.Skipf("%s is missing and HLOAD_REQUIRE_SERVICES is unset (run alone, outside scripts/test.sh): run scripts/chromium.sh to install it", ChromiumPath)
+	return "an unknown browser"
 }
 
 // NewBrowser starts headless Chromium with a new empty profile, and with
-// every background fetch of its own turned off.
+// every background fetch of its own turned off. It logs the browser's
+// version, which every failure of a DevTools call names too.
 func NewBrowser(t *testing.T) context.Context {
 	t.Helper()
+	RequireChromium(t)
+	path := chromiumPath()
 	profile, err := os.MkdirTemp("", "hload-chromium-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(profile) })
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(ChromiumPath),
+		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -63,13 +87,15 @@ func NewBrowser(t *testing.T) context.Context {
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	// The first Run starts the browser; it lives as long as ctx.
 	if err := chromedp.Do(ctx); err != nil {
-		if _, statErr := os.Stat(ChromiumPath); statErr == nil {
-			out, _ := exec.Command(ChromiumPath, "--version").CombinedOutput()
-			t.Logf("chromium --version: %s", out)
-		}
-		t.Fatalf("starting chromium: %v", err)
+		out, _ := exec.Command(path, "--version").CombinedOutput()
+		t.Fatalf("starting %s (%s): %v", path, strings.TrimSpace(string(out)), err)
 	}
-	return ctx
+	v, err := chromedp.CallBrowser(ctx, browser.GetVersion, cdp.Empty{})
+	if err != nil {
+		t.Fatalf("DevTools %s failed in %s: %v", browser.GetVersion.Method, path, err)
+	}
+	t.Logf("browser: %s, DevTools protocol %s", v.Product, v.ProtocolVersion)
+	return context.WithValue(ctx, versionKey{}, v.Product)
 }
 
 // Page is what the browser read of a report.
@@ -145,14 +171,44 @@ const readPage = `(() => {
   return out;
 })()`
 
-// Open opens path from file:// with the network off, and fails if
-// the page asks for anything but itself.
-func Open(t *testing.T, browser context.Context, path string) *Page {
+// Open opens path from file:// and fails the test if the page asked for
+// anything but itself. A step that fails names its DevTools method and
+// the browser's version.
+func Open(t *testing.T, browserCtx context.Context, path string) *Page {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(browser)
+	page, asked, err := load(browserCtx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range asked {
+		t.Errorf("the report asked for %s: it must need no network", u)
+	}
+	return page
+}
+
+// watchScript records what the page's Content-Security-Policy refused,
+// from inside the page: a second view of the same requests, which does not
+// depend on how a browser release reports them to DevTools.
+const watchScript = `window.__hloadRefused = [];
+document.addEventListener("securitypolicyviolation", e => window.__hloadRefused.push(e.blockedURI || e.violatedDirective));`
+
+// load opens path in a new tab and returns what the page showed and every
+// URL it asked for other than itself (data: URLs aside). It sees the
+// requests through the Network domain's requestWillBeSent, which a browser
+// sends for every request, the ones the page's Content-Security-Policy
+// blocks included, and through the page's own securitypolicyviolation
+// events. It takes nothing offline: the emulation calls for that change
+// from one Chromium release to the next, and the page's CSP already keeps
+// it off the network.
+func load(browserCtx context.Context, path string) (*Page, []string, error) {
+	ctx, cancel := chromedp.NewContext(browserCtx)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelTimeout()
+	version := Version(browserCtx)
+	fail := func(method string, err error) error {
+		return fmt.Errorf("DevTools %s failed in %s: %w", method, version, err)
+	}
 
 	var mu sync.Mutex
 	var fetched []string
@@ -163,48 +219,57 @@ func Open(t *testing.T, browser context.Context, path string) *Page {
 			mu.Unlock()
 		}
 	}); err != nil {
-		t.Fatal(err)
+		return nil, nil, fail("Target.attachToTarget", err)
 	}
-	offline := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		_, err := chromedp.Call(ctx, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{
-			MatchedNetworkConditions: []*network.Conditions{{Offline: true, DownloadThroughput: -1, UploadThroughput: -1}},
-		})
-		return err
-	})
-	if err := chromedp.Do(ctx, offline); err != nil {
-		t.Fatal(err)
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		return nil, nil, fail(network.Enable.Method, err)
 	}
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watchScript}); err != nil {
+		return nil, nil, fail(page.AddScriptToEvaluateOnNewDocument.Method, err)
+	}
+	self := (&url.URL{Scheme: "file", Path: path}).String()
 	began := time.Now()
-	if err := chromedp.Do(ctx, chromedp.Navigate("file://"+path)); err != nil {
-		t.Fatal(err)
+	if err := chromedp.Do(ctx, chromedp.Navigate(self)); err != nil {
+		return nil, nil, fail("Page.navigate", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.getAttribute("data-charts") !== null`)); err != nil {
-		t.Fatalf("the charts' script did not finish: %v", err)
+		return nil, nil, fail("Runtime.evaluate", fmt.Errorf("the charts' script did not finish: %w", err))
 	}
 	// One animation frame, so that uPlot's batched drawing is done.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => r(true)))`, chromedp.EvalAwaitPromise)); err != nil {
-		t.Fatal(err)
+		return nil, nil, fail("Runtime.evaluate", err)
 	}
 	drawn := time.Since(began)
-	page, err := chromedp.Run(ctx, chromedp.Evaluate[Page](readPage))
+	pg, err := chromedp.Run(ctx, chromedp.Evaluate[Page](readPage))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, fail("Runtime.evaluate", err)
 	}
-	page.Drawn = drawn
-	if page.Screenshot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
-		t.Fatal(err)
+	pg.Drawn = drawn
+	refused, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__hloadRefused`))
+	if err != nil {
+		return nil, nil, fail("Runtime.evaluate", err)
+	}
+	if pg.Screenshot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
+		return nil, nil, fail("Page.captureScreenshot", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, u := range fetched {
-		if !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "data:") {
-			t.Errorf("the report asked for %s: it must need no network", u)
+	return &pg, foreign(self, append(fetched, refused...)), nil
+}
+
+// foreign returns, once each and in order, the URLs other than self and
+// data: URLs.
+func foreign(self string, urls []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, u := range urls {
+		if u == self || strings.HasPrefix(u, "data:") || seen[u] {
+			continue
 		}
+		seen[u] = true
+		out = append(out, u)
 	}
-	return &page
+	return out
 }
 
 // SaveArtifact writes a test artifact into $HLOAD_ARTIFACTS, or else into
