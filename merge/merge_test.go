@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,4 +288,50 @@ func names(in []Input) string {
 		out = append(out, fmt.Sprintf("%q", i.Name))
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestSegmentFailureFailsTheMergedRun: a segment that a threshold
+// aborted, that a runtime failure ended or whose sink failed does not pass,
+// so neither does the merged run, though every threshold holds on the
+// merged figures; an interrupted segment is said, and alone does not fail
+// it. Dropped iterations add up over the segments.
+func TestSegmentFailureFailsTheMergedRun(t *testing.T) {
+	holds := metrics.ThresholdSpec{Metric: "errors", Condition: "rate < 10%", Aggregation: "rate", Op: "<", Value: 0.1}
+	cases := []struct {
+		name   string
+		spoil  func(*metrics.Summary)
+		passed bool
+		says   string
+	}{
+		{"aborted", func(s *metrics.Summary) { s.Aborted = "latency p95 < 1ms"; s.Passed = false }, false, `segment 2/2 (b) was aborted by threshold "latency p95 < 1ms"`},
+		{"failed", func(s *metrics.Summary) { s.Failed = "plugin echo stopped responding"; s.Passed = false }, false, "segment 2/2: plugin echo stopped responding"},
+		{"a sink failed", func(s *metrics.Summary) { s.SinkErrors = []string{"csv: disk full"}; s.Passed = false }, false, "segment 2/2: csv: disk full"},
+		{"interrupted", func(s *metrics.Summary) { s.Interrupted = true }, true, "segment 2/2 (b) was interrupted"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := segment(t, "1/2", "sha256:x", ms(1, 100), 0, 50, 1, holds)
+			b := segment(t, "2/2", "sha256:x", ms(1, 100), 0, 50, 1, holds)
+			a.Scenarios["s"].DroppedIterations = 3
+			b.Scenarios["s"].DroppedIterations = 4
+			tc.spoil(b)
+			sum, err := Merge([]Input{{Name: "a", Summary: a}, {Name: "b", Summary: b}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sum.Thresholds) != 1 || !sum.Thresholds[0].Passed {
+				t.Fatalf("the threshold on the merged figures: %+v; want it held", sum.Thresholds)
+			}
+			if sum.Passed != tc.passed {
+				t.Errorf("merged run passed %v; want %v", sum.Passed, tc.passed)
+			}
+			all := strings.Join(slices.Concat([]string{sum.Failed}, sum.SinkErrors, sum.Warnings), "\n")
+			if !strings.Contains(all, tc.says) {
+				t.Errorf("the merged run does not say %q:\n%s", tc.says, all)
+			}
+			if d := sum.Scenarios["s"].DroppedIterations; d != 7 {
+				t.Errorf("dropped iterations %d; want 3 + 4", d)
+			}
+		})
+	}
 }
