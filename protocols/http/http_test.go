@@ -683,9 +683,16 @@ func TestLatency(t *testing.T) {
 func TestKeepBody(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		big := strings.Repeat("0123456789", 10000)
+		// Above gRPC's default 4 MB message: the isolated path carries
+		// a kept body back in a sample batch.
+		huge := strings.Repeat("0123456789", 800000)
 		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-			if r.URL.Path == "/big" {
+			switch r.URL.Path {
+			case "/big":
 				io.WriteString(w, big)
+				return
+			case "/huge":
+				io.WriteString(w, huge)
 				return
 			}
 			json.NewEncoder(w).Encode(map[string]string{"path": r.URL.Path})
@@ -697,6 +704,9 @@ func TestKeepBody(t *testing.T) {
 		}
 		if res := do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/big")}), true); res.body != big {
 			t.Errorf("body has %d bytes, want %d", len(res.body), len(big))
+		}
+		if res := do(t, c, 1, req(map[string]cty.Value{"path": cty.StringVal("/huge")}), true); res.body != huge {
+			t.Errorf("body has %d bytes, want %d: %+v", len(res.body), len(huge), res.request.Error)
 		}
 		if res := do(t, c, 1, req(nil), false); res.body != "" {
 			t.Errorf("body kept without KeepBody: %q", res.body)

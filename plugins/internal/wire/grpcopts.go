@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"math"
+
 	"google.golang.org/grpc"
 )
 
@@ -11,12 +13,19 @@ import (
 // for every few batches, on a local socket where the window never binds.
 const wireWindow = 4 << 20
 
+// maxMessage lifts gRPC's 4 MB limit on a received message: a batch
+// carries whole request bodies one way and kept response bodies the
+// other, and one call's body may be larger than that. Over the limit, the
+// stream ended, and the plugin with it.
+const maxMessage = math.MaxInt32
+
 // GRPCDialOptions are the host's options for the connection to a plugin;
 // go-plugin's ClientConfig.GRPCDialOptions.
 func GRPCDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithInitialWindowSize(wireWindow),
 		grpc.WithInitialConnWindowSize(wireWindow),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)),
 	}
 }
 
@@ -25,6 +34,7 @@ func grpcServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.InitialWindowSize(wireWindow),
 		grpc.InitialConnWindowSize(wireWindow),
+		grpc.MaxRecvMsgSize(maxMessage),
 	}
 }
 

@@ -35,23 +35,23 @@ type Listener interface {
 }
 
 // NewHarness serves impl on lis and connects a Remote to it. Both ends
-// speak the wire version opts ask for, as a handshake would agree on;
-// serverOpts are the gRPC server's, for tests that play an older or broken
-// plugin.
+// speak the wire version opts ask for, as a handshake would agree on, with
+// the gRPC options a plugin process and hload use; serverOpts are added to
+// the server's, for tests that play an older or broken plugin.
 func NewHarness(impl protocols.Protocol, opts RemoteOptions, lis Listener, serverOpts ...grpc.ServerOption) (*Harness, error) {
 	srv := newServer(impl, opts.protocolVersion())
-	gs := grpc.NewServer(serverOpts...)
+	gs := grpc.NewServer(append(grpcServerOptions(), serverOpts...)...)
 	proto.RegisterProtocolServer(gs, srv)
 	go gs.Serve(lis)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, "in-process",
+	conn, err := grpc.DialContext(ctx, "in-process", append(GRPCDialOptions(),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return lis.DialContext(ctx)
 		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-	)
+	)...)
 	if err != nil {
 		gs.Stop()
 		return nil, err
