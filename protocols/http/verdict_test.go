@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +36,8 @@ func TestFailedResponses(t *testing.T) {
 		srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 			var code int
 			switch r.URL.Path {
+			case "/399", "/400", "/599", "/600":
+				code, _ = strconv.Atoi(r.URL.Path[1:])
 			case "/404":
 				code = nethttp.StatusNotFound
 			case "/503":
@@ -65,6 +69,11 @@ func TestFailedResponses(t *testing.T) {
 		}{
 			{"200 succeeds", plain, path("/"), 200, "", ""},
 			{"302 succeeds", plain, path("/302"), 302, "", ""},
+			// The edges of the failed range: 400 is the first failure.
+			{"399 succeeds", plain, path("/399"), 399, "", ""},
+			{"400 fails", plain, path("/400"), 400, "http_4xx", "400 Bad Request"},
+			{"599 fails", plain, path("/599"), 599, "http_5xx", "599"},
+			{"600 fails", plain, path("/600"), 600, "http_6xx", "600"},
 			{"404 fails", plain, path("/404"), 404, "http_4xx", "404 Not Found"},
 			{"503 fails", plain, path("/503"), 503, "http_5xx", "503 Service Unavailable"},
 			{"the target expects 404", expects404, path("/404"), 404, "", ""},
@@ -217,17 +226,21 @@ func TestValidateRequest(t *testing.T) {
 // replayServer serves HTTP/1.1 by hand on 127.0.0.1. On each connection it
 // answers the first request, then reads the second and ends the
 // connection without answering: with a reset (SO_LINGER 0), or with an
-// orderly close when graceful. It counts every request it read.
+// orderly close when graceful. With partial, it resets after the second
+// request's head and the first 64 KiB of its body, so that a large body
+// is cut off while it is being written. It counts every request head it
+// read.
 type replayServer struct {
 	url      string
 	graceful bool
+	partial  bool
 	mu       sync.Mutex
 	requests map[string]int // "METHOD path" -> requests read
 	ended    int            // connections ended without an answer
 }
 
-func newReplayServer(t *testing.T, graceful, useTLS bool) *replayServer {
-	s := &replayServer{graceful: graceful, requests: map[string]int{}}
+func newReplayServer(t *testing.T, graceful, partial, useTLS bool) *replayServer {
+	s := &replayServer{graceful: graceful, partial: partial, requests: map[string]int{}}
 	if !useTLS {
 		s.url = rawServer(t, s.serve)
 		return s
@@ -262,7 +275,11 @@ func (s *replayServer) serve(conn net.Conn) {
 		if err != nil {
 			return
 		}
-		io.Copy(io.Discard, r.Body)
+		if n == 2 && s.partial {
+			io.CopyN(io.Discard, r.Body, 64<<10)
+		} else {
+			io.Copy(io.Discard, r.Body)
+		}
 		s.mu.Lock()
 		s.requests[r.Method+" "+r.URL.Path]++
 		if n == 2 {
@@ -303,30 +320,37 @@ func (s *replayServer) seen() (map[string]int, int) {
 // or a POST with an Idempotency-Key, on a fresh connection, and the server
 // would see two requests for one call.
 func TestNoReplay(t *testing.T) {
+	bigBody := strings.Repeat("b", 32<<20)
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		cases := []struct {
 			name     string
 			graceful bool
+			partial  bool // the server resets while the body is being written
 			tls      bool
 			first    string // the path of the first call, on a fresh connection
 			set      map[string]cty.Value
 			key      string
 			kind     protocols.ErrorKind
 		}{
-			{"GET reset", false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
-			{"HEAD reset", false, false, "/", map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal("/x")}, "HEAD /x", protocols.ErrReset},
-			{"GET reset with cookies", false, false, "/cookie", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
-			{"POST with an Idempotency-Key reset", false, false, "/", map[string]cty.Value{
+			{"GET reset", false, false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"HEAD reset", false, false, false, "/", map[string]cty.Value{"method": cty.StringVal("HEAD"), "path": cty.StringVal("/x")}, "HEAD /x", protocols.ErrReset},
+			{"GET reset with cookies", false, false, false, "/cookie", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"POST with an Idempotency-Key reset", false, false, false, "/", map[string]cty.Value{
 				"path": cty.StringVal("/x"), "body": cty.StringVal("data"), "headers": strMap("Idempotency-Key", "k1"),
 			}, "POST /x", protocols.ErrReset},
-			{"POST reset", false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal("data")}, "POST /x", protocols.ErrReset},
-			{"GET reset over TLS", false, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
-			{"GET closed after it was read, over TLS", true, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
-			{"GET closed after it was read", true, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
+			{"POST reset", false, false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal("data")}, "POST /x", protocols.ErrReset},
+			{"GET reset over TLS", false, false, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrReset},
+			{"GET closed after it was read, over TLS", true, false, true, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
+			{"GET closed after it was read", true, false, false, "/", map[string]cty.Value{"path": cty.StringVal("/x")}, "GET /x", protocols.ErrIdleClosed},
+			// A body far larger than the socket buffers: the reset comes
+			// while it is being written, after part of it reached the
+			// server, which a resend would show as a second request.
+			{"POST reset while its body is written", false, true, false, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal(bigBody)}, "POST /x", protocols.ErrReset},
+			{"POST reset while its body is written, over TLS", false, true, true, "/", map[string]cty.Value{"path": cty.StringVal("/x"), "body": cty.StringVal(bigBody)}, "POST /x", protocols.ErrReset},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
-				srv := newReplayServer(t, tc.graceful, tc.tls)
+				srv := newReplayServer(t, tc.graceful, tc.partial, tc.tls)
 				c := open(t, p, srv.url, map[string]cty.Value{"insecure_skip_verify": cty.True})
 				const calls = 5
 				for i := range calls {
@@ -440,4 +464,43 @@ func TestIdleCloseIsSeenBeforeWriting(t *testing.T) {
 	if w.sent.Load() != sent || c.guard.armed.Load() != nil {
 		t.Errorf("the refused write counted %d bytes, armed %v", w.sent.Load()-sent, c.guard.armed.Load())
 	}
+}
+
+// TestNoReplayOnTheHTTP2Path holds the guard of the connections net/http
+// makes for a VU whose target speaks HTTP/2: a redirect from it to a
+// server of HTTP/1.1, plain or over TLS, goes over net/http's own
+// HTTP/1.1 connection, and net/http would send a GET again on a new
+// connection when the reused one fails before the response. The landing
+// server answers the first request on each connection and resets on the
+// second, after reading it; it must read one GET per call.
+func TestNoReplayOnTheHTTP2Path(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		for _, overTLS := range []bool{false, true} {
+			t.Run(fmt.Sprintf("landing over TLS %v", overTLS), func(t *testing.T) {
+				land := newReplayServer(t, false, false, overTLS)
+				start := newCountingServer(t, true, true, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+					if r.ProtoMajor != 2 {
+						t.Errorf("the start was reached over %s", r.Proto)
+					}
+					nethttp.Redirect(w, r, land.url+"/x", nethttp.StatusFound)
+				})
+				c := open(t, p, start.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+				const calls = 3
+				for i := range calls {
+					vu := uint64(i + 1)
+					if res := do(t, c, vu, path("/"), false); res.request.Error != "" || res.request.Status != 200 {
+						t.Fatalf("first call of VU %d: %+v", vu, res.request)
+					}
+					res := do(t, c, vu, path("/"), false)
+					if res.count != 1 || res.request.Error != protocols.ErrReset {
+						t.Errorf("second call of VU %d: %+v; want a reset", vu, res.request)
+					}
+				}
+				seen, ended := land.seen()
+				if seen["GET /x"] != 2*calls || ended != calls {
+					t.Errorf("the landing server read %d GET /x and ended %d connections, for %d calls; want %d and %d", seen["GET /x"], ended, 2*calls, 2*calls, calls)
+				}
+			})
+		}
+	})
 }
