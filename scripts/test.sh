@@ -8,25 +8,7 @@ cd "$(dirname "$0")/.."
 
 export GOFLAGS="${GOFLAGS:-} -mod=readonly"
 
-echo "== gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then
-	echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
-fi
-
-echo "== go vet"
-go vet ./...
-
-echo "== bench harness: hload against wrk, hey and vegeta, a short smoke run"
-# scripts/peers.sh installs the peers when missing (wrk and hey from Debian;
-# vegeta with go install, cached in ~/.cache/hload/bin) and prints the PATH
-# export. The run fails on a tool that is missing or fails, or on output whose
-# figures cannot be read; it never fails on speed, whose ratios it only prints.
-peers_env=$(scripts/peers.sh)
-eval "$peers_env"
-go run ./bench -duration 1s -rounds 1 -require-all
-
-echo "== services: RabbitMQ and InfluxDB 1.8.3 on loopback, this run's own"
+echo "== installs and services: RabbitMQ, InfluxDB 1.8.3 and Redis on loopback, this run's own"
 # Real brokers and databases for the AMQP and InfluxDB tests, as users run
 # them. The scripts install or build what is missing (rabbitmq-server from
 # Debian; influxd with go install, cached in ~/.cache/hload), and each start
@@ -55,6 +37,11 @@ stop_services() {
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 scripts/chromium.sh # installs Debian's chromium when missing, for the HTML report's browser test
+# scripts/peers.sh installs the bench harness's peers when missing (wrk and
+# hey from Debian; vegeta with go install, cached in ~/.cache/hload/bin)
+# and prints the PATH export.
+peers_env=$(scripts/peers.sh)
+eval "$peers_env"
 # The browser tests keep their screenshots here, to look at after a run.
 export HLOAD_ARTIFACTS="${HLOAD_ARTIFACTS:-$PWD/test-artifacts}"
 mkdir -p "$HLOAD_ARTIFACTS"
@@ -77,6 +64,24 @@ scripts/redis.sh start >"$services/redis.env" || { echo "Redis did not start"; e
 # need is missing or does not answer: a broken export above must not turn
 # them into silent skips.
 export HLOAD_REQUIRE_SERVICES=1
+
+echo "== versions tested against"
+# A failure can then be matched to the release that caused it.
+scripts/versions.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "not gofmt-formatted:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== bench harness: hload against wrk, hey and vegeta, a short smoke run"
+# The run fails on a tool that is missing or fails, or on output whose
+# figures cannot be read; it never fails on speed, whose ratios it only prints.
+go run ./bench -duration 1s -rounds 1 -require-all
 
 echo "== go test (race detector, short)"
 # -short skips only the slow end-to-end runs, which the next step runs in full.
