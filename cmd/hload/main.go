@@ -26,6 +26,7 @@ const (
 var version = "0.1.0-dev"
 
 func main() {
+	servePprof(os.Stderr)
 	// HLOAD_CPUPROFILE=prefix writes a CPU profile per process, including
 	// isolated plugins (they inherit the environment), to prefix.PID, so
 	// the cost of a boundary can be profiled on both of its sides.
