@@ -86,7 +86,7 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 
-	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
+	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: !colours(stdout, common.noColor, os.Getenv)})}
 	configured, err := newSinks(test, seg, stderr)
 	if err != nil {
 		return err

@@ -100,3 +100,11 @@ func zeroDefault(v string) bool {
 	}
 	return false
 }
+
+// colours reports whether what is written to w may be coloured: only on a
+// terminal, and neither --no-color (noColor) nor NO_COLOR asks otherwise.
+// NO_COLOR counts when it is set and not empty, as https://no-color.org
+// says. Every place that colours its output asks here.
+func colours(w io.Writer, noColor bool, getenv func(string) string) bool {
+	return !noColor && getenv("NO_COLOR") == "" && isTerminal(w)
+}

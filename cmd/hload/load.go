@@ -107,7 +107,7 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), pl
 		if test != nil {
 			parsed = test.Files
 		}
-		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, !c.noColor && isTerminal(stderr))
+		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, colours(stderr, c.noColor, os.Getenv))
 		w.WriteDiagnostics(diags)
 	}
 	if err := plugins.startError(); err != nil && diags.HasErrors() {

@@ -52,7 +52,7 @@ func cmdMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("merge: %w", err)}
 	}
-	if err := console.WriteSummary(stdout, *sum, noColor || !isTerminal(stdout)); err != nil {
+	if err := console.WriteSummary(stdout, *sum, !colours(stdout, noColor, os.Getenv)); err != nil {
 		return err
 	}
 	if summaryExport != "" {
