@@ -468,3 +468,42 @@ func TestProgressFlows(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// TestProgressEmptyLastInterval: the run's last snapshot, a few
+// milliseconds after the last tick, prints no line when nothing ended in
+// it (the core put the rate of the interval before over it), and prints
+// one when something did: a call, or a dropped iteration.
+func TestProgressEmptyLastInterval(t *testing.T) {
+	tail := func(count int64, dropped int64) metrics.Snapshot {
+		s := snapshot(2*time.Second+4*time.Millisecond, count, 0, 0)
+		s.Start, s.RateStart, s.Final = t0.Add(2*time.Second), t0.Add(time.Second), true
+		s.Series[0].RPS = 90 / 1.004
+		s.Dropped = map[string]int64{"notify": dropped}
+		return s
+	}
+	cases := []struct {
+		name string
+		last metrics.Snapshot
+		want string
+	}{
+		{"nothing ended", tail(0, 0), ""},
+		{"a call ended", tail(1, 0), "[   2s] vus 40  rps 90  err 0%  p95 0ms  dropped 0\n"},
+		{"an iteration dropped", tail(0, 3), "[   2s] vus 40  rps 90  err 0%  p95 0ms  dropped 3\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			s := New(&buf, Options{NoColor: true})
+			for _, snap := range []metrics.Snapshot{snapshot(time.Second, 90, 0, 10), snapshot(2*time.Second, 90, 0, 10), tc.last} {
+				if err := s.Write(snap); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := "[   1s] vus 40  rps 90  err 0%  p95 10.0ms  dropped 1\n" +
+				"[   2s] vus 40  rps 90  err 0%  p95 10.0ms  dropped 1\n" + tc.want
+			if buf.String() != want {
+				t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+			}
+		})
+	}
+}
