@@ -76,7 +76,9 @@ func sampleSummary() metrics.Summary {
 			},
 		},
 		Metrics: map[string]metrics.MetricFigures{
-			"sse_delivery": {Count: 29_747, LatencyFigures: metrics.LatencyFigures{Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115}},
+			"sse_delivery": {Count: 29_747, Rate: 99.2, LatencyFigures: metrics.LatencyFigures{Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115}},
+			// A count: its samples carry no time, so it has no time figures.
+			"sse_events": {Count: 59_494, Rate: 198.3},
 		},
 		GaugesMax: map[string]int64{"sse_open_streams": 200},
 		Warnings:  []string{`scenario "browse", request "main": path failed to evaluate in 3 iterations`},

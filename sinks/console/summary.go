@@ -304,7 +304,8 @@ func oneLine(m string) string {
 }
 
 // metrics prints the protocol metrics other than the request latency, such
-// as time to first byte or SSE delivery latency.
+// as time to first byte or SSE delivery latency, each with its count and
+// its rate per second; a count, such as sse_events, has no time figures.
 func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
 	if len(ms) == 0 {
 		return
@@ -323,12 +324,15 @@ func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
 		}
 		io.WriteString(tw, "\n")
 	}
-	row(pad("  metric", width+2), "count", "mean", "min", "p50", "p90", "p95", "p99", "max")
+	row(pad("  metric", width+2), "count", "per s", "mean", "min", "p50", "p90", "p95", "p99", "max")
 	for _, n := range names {
 		m := ms[n]
-		row(pad("  "+n, width+2), strconv.FormatInt(m.Count, 10),
-			formatMs(m.Mean), formatMs(m.Min), formatMs(m.P50), formatMs(m.P90),
-			formatMs(m.P95), formatMs(m.P99), formatMs(m.Max))
+		cells := []string{pad("  "+n, width+2), strconv.FormatInt(m.Count, 10), strconv.FormatFloat(m.Rate, 'f', 1, 64)}
+		if !m.CountOnly() {
+			cells = append(cells, formatMs(m.Mean), formatMs(m.Min), formatMs(m.P50), formatMs(m.P90),
+				formatMs(m.P95), formatMs(m.P99), formatMs(m.Max))
+		}
+		row(cells...)
 	}
 	tw.Flush()
 }
