@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+
+	"github.com/hload/hload/core/metrics"
 )
 
 // Exit codes, as README.md lists them under "Commands and exit codes".
@@ -127,13 +129,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	// An error may quote a server (a sink's database) or a plugin.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "hload: %v\n", ee.err)
+			fmt.Fprintf(stderr, "hload: %s\n", metrics.Printable(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "hload: %v\n", err)
+	fmt.Fprintf(stderr, "hload: %s\n", metrics.Printable(err.Error()))
 	return exitRuntime
 }

@@ -116,7 +116,8 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		return nil
 	}
 	for _, warning := range snap.Warnings {
-		if _, err := fmt.Fprintf(s.w, "[%5s] WARNING: %s\n", snap.Elapsed.Round(time.Second), warning); err != nil {
+		// A warning may quote a server's answer.
+		if _, err := fmt.Fprintf(s.w, "[%5s] WARNING: %s\n", snap.Elapsed.Round(time.Second), metrics.Printable(warning)); err != nil {
 			return err
 		}
 	}

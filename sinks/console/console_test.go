@@ -509,3 +509,47 @@ func TestProgressEmptyLastInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestServerTextEscaped: a server's words, wherever the console shows
+// them (a live warning, the errors by kind and their kinds, the
+// warnings, the sink errors, the runtime failure and the verdict), have
+// their control characters escaped: they cannot clear the screen or
+// retitle the terminal.
+func TestServerTextEscaped(t *testing.T) {
+	const hostile = "\x1b[2J\x1b]0;owned\x07"
+	const shown = `\x1b[2J\x1b]0;owned\x07`
+	var buf bytes.Buffer
+	s := New(&buf, Options{NoColor: true})
+	snap := snapshot(time.Second, 10, 10, 5)
+	snap.Warnings = []string{"live " + hostile}
+	if err := s.Write(snap); err != nil {
+		t.Fatal(err)
+	}
+	sum := sampleSummary()
+	send := sum.Scenarios["notify"].Requests["send"]
+	send.ErrorsByKind["kind"+hostile] = 1
+	send.ErrorMessages["http_4xx"] = []string{"429 " + hostile}
+	sum.Warnings = []string{"warning " + hostile}
+	sum.SinkErrors = []string{"sink " + hostile}
+	sum.Failed = "failed " + hostile + "\nplugin stderr " + hostile
+	if err := s.Close(sum); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if i := strings.IndexAny(out, "\x1b\x07"); i >= 0 {
+		t.Errorf("a control character at %d: %q", i, out[max(0, i-40):min(len(out), i+40)])
+	}
+	for _, want := range []string{
+		"WARNING: live " + shown + "\n",
+		"http_4xx: 429 " + shown + "\n",
+		"kind" + shown + " 1",
+		"  - warning " + shown + "\n",
+		"  - sink " + shown + "\n",
+		"FAILED: failed " + shown + ";",
+		"FAIL: the run failed: failed " + shown + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the console lacks %q:\n%s", want, out)
+		}
+	}
+}
