@@ -139,6 +139,25 @@ func TestNothingSentAndCounts(t *testing.T) {
 		t.Errorf("console min of page %q, want 20 ms or more", minCell[1])
 	}
 
+	// hload merge rebuilds the figures from the export's histograms: the
+	// count stays a count.
+	if rr := hload(t, dir, "merge", "--no-color", "--summary-export", "merged.json", "out.json"); rr.code != 0 {
+		t.Fatalf("merge: exit %d\n%s%s", rr.code, rr.stdout, rr.stderr)
+	}
+	merged, err := os.ReadFile(filepath.Join(dir, "merged.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Metrics map[string]map[string]float64 `json:"metrics"`
+	}
+	if err := json.Unmarshal(merged, &m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Metrics["sse_events"]; len(got) != 2 || got["count"] != 30 {
+		t.Errorf("merged sse_events = %v, want count 30 and rate only", got)
+	}
+
 	if rr := hload(t, dir, "report", "out.json", "-o", "report.html"); rr.code != 0 {
 		t.Fatalf("report: exit %d\n%s", rr.code, rr.stderr)
 	}
