@@ -232,7 +232,7 @@ func (v *vu) context(parent context.Context) context.Context {
 }
 
 // errEval marks a request whose expressions failed to evaluate.
-const errEval protocols.ErrorKind = "eval"
+const errEval = metrics.ErrEval
 
 // emit records a sample of the current call: metrics, checks and raw rows.
 func (v *vu) emit(s protocols.Sample) {
@@ -256,7 +256,7 @@ func (v *vu) emit(s protocols.Sample) {
 		}
 	}
 	v.failed, v.ended = s.Error, s.Time
-	if v.sc.open {
+	if v.sc.open && !metrics.SentNothing(&s) {
 		// The protocol timed the service from the actual send; keep that
 		// as service_time and report the response time from the plan.
 		req.series.Record(protocols.Sample{Metric: metrics.MetricServiceTime, Time: s.Time, Value: s.Value})
