@@ -532,6 +532,19 @@ func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float
 	return ms(float64(h.ValueAtQuantile(q)))
 }
 
+// LatencyCount returns how many calls of the matching series have a
+// latency: every call but those that sent nothing. A threshold on latency
+// over calls that all sent nothing has nothing to judge.
+func (a *Aggregator) LatencyCount(scenario, request string) int64 {
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	_, latencies, _ := a.requests.matching(scenario, request)
+	if h := merged(latencies); h != nil {
+		return h.TotalCount()
+	}
+	return 0
+}
+
 // matching gathers the run totals of the series matching scenario and
 // request ("" matches any). The caller holds totalsMu.
 func (set *seriesSet) matching(scenario, request string) (sum counters, latencies []*hdr.Histogram, metrics map[string][]*hdr.Histogram) {
