@@ -200,15 +200,8 @@ type vu struct {
 	// pending is a response the client is to take as its first hop's,
 	// because send made that hop itself; see replay.
 	pending *nethttp.Response
-	// lastEnd is when the VU's previous call ended.
-	lastEnd time.Time
 	check   func(*nethttp.Request, []*nethttp.Request) error
 }
-
-// idlePeek is the pause after which a call's first write on a connection
-// peeks whether the server closed it: servers close idle connections after
-// seconds, and a shorter pause is not worth a system call.
-const idlePeek = time.Millisecond
 
 // send sends req with the VU's cookies and redirect policy. A call by a VU
 // that holds no cookie and gets no redirect to follow goes straight to the
@@ -312,10 +305,7 @@ type callState struct {
 	cancel context.CancelFunc
 	lost   atomic.Pointer[lostCall]
 
-	start time.Time
-	// idle says the VU paused at least idlePeek since its previous call,
-	// so the server may have closed its connection as idle.
-	idle      bool
+	start     time.Time
 	firstByte atomic.Int64 // time to first byte in ns; 0 until seen
 	wrote     atomic.Int32 // requests the transport finished writing
 	conns     int32        // connections handed to the call (caller's goroutine)
@@ -482,7 +472,6 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		v.active.Store(nil)
 		if err == nil {
 			end := time.Now()
-			v.lastEnd = end
 			if out.newConn {
 				emit(protocols.Sample{Metric: protocols.MetricConnect, Time: out.connected, Value: out.connect})
 			}
@@ -524,7 +513,6 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 	rctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
 	st.reset(start, cancel)
-	st.idle = start.Sub(v.lastEnd) >= idlePeek
 	req = req.WithContext(httptrace.WithClientTrace(rctx, &st.trace))
 	sent, received := v.wire.sent.Load(), v.wire.received.Load()
 
@@ -565,7 +553,6 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 		}
 	}
 	end := time.Now()
-	v.lastEnd = end
 
 	kind, msg := protocols.ErrNone, ""
 	if decodeErr != nil {

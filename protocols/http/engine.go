@@ -46,6 +46,10 @@ type h1conn struct {
 	// x and step are send's state and its function for RawConn.Read.
 	x    exchange
 	step func(uintptr) bool
+	// peek looks at the TCP connection under TLS before it is reused, and
+	// one takes what TLS reads then; see staleTLS.
+	peek peeker
+	one  [1]byte
 }
 
 func (c *h1conn) close() {
@@ -245,10 +249,11 @@ func addrOf(key string) (scheme, addr string) {
 
 // conn returns a connection for h: slot's connection to the target, or the
 // VU's one connection to another host. A new connection to the target
-// offers h2 when offerH2 is set. A connection that the server closed
-// while the VU paused is seen by a peek and replaced before anything is
-// written on it. h2 is a new TLS connection that negotiated HTTP/2.
-func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, deadline time.Time, offerH2 bool) (cn *h1conn, h2 *tls.Conn, err error) {
+// offers h2 when offerH2 is set. A kept-alive TLS connection that the
+// server closed is seen by a peek and replaced before anything is written
+// on it; a plain one is checked by send, in the same system call as its
+// write. h2 is a new TLS connection that negotiated HTTP/2.
+func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, deadline time.Time, offerH2 bool) (cn *h1conn, h2 *tls.Conn, err error) {
 	key := h.key
 	var ref **h1conn
 	if key == "" {
@@ -261,7 +266,7 @@ func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, d
 		cn.close()
 		*ref, cn = nil, nil
 	}
-	if cn != nil && idle && cn.tcp.guard.tcp != nil && peerClosed(cn.tcp.guard.tcp) {
+	if cn != nil && cn.answered && cn.raw == nil && cn.staleTLS() {
 		cn.close()
 		*ref, cn = nil, nil
 	}
@@ -309,12 +314,37 @@ func (c *Client) dial(ctx context.Context, v *vu, key string, deadline time.Time
 			return nil, tc, nil
 		}
 		cn.conn = tc
+		cn.peek.init(tcp.Conn)
 	} else {
 		cn.raw = rawOf(tcp.Conn)
 	}
 	cn.rd = h1.NewReader(cn.conn, &c.pool)
 	return cn, nil, nil
 }
+
+// staleTLS reports whether a kept-alive connection over TLS cannot carry
+// another request: the server closed it (an end of stream or a reset under
+// TLS, or TLS's close_notify), or sent bytes no request asked for. A peek
+// at the TCP socket costs one system call. When bytes wait there, TLS
+// reads them, for tlsLook at most: a close_notify reads as the end at
+// once, and so do application bytes; a handshake message (a TLS 1.3
+// session ticket, a key update) is taken in, and the read then waits for
+// more until tlsLook ends it. The call's deadline is set after this.
+func (cn *h1conn) staleTLS() bool {
+	switch cn.peek.look() {
+	case peekNothing:
+		return false
+	case peekClosed:
+		return true
+	}
+	// A deadline already past would fail the read before it reads.
+	cn.conn.SetReadDeadline(time.Now().Add(tlsLook))
+	n, err := cn.conn.Read(cn.one[:])
+	return n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// tlsLook bounds the read of bytes that came on an idle TLS connection.
+const tlsLook = time.Millisecond
 
 // readHead reads the head of the final response, through interim ones,
 // and times its first byte: the time to first byte is the final
@@ -391,7 +421,6 @@ var errHTTP2 = errors.New("the server chose HTTP/2")
 func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rendered, start time.Time, out *outcome) error {
 	deadline := start.Add(rd.opt.timeout)
 	v.watch(ctx)
-	idle := start.Sub(v.lastEnd) >= idlePeek
 	slot := v.next
 	if v.next++; v.next == len(v.conns) {
 		v.next = 0
@@ -408,7 +437,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			var err error
 			// Only a call's first request may find HTTP/2: after a
 			// redirect, net/http would send the first request again.
-			cn, h2, err = c.conn(ctx, v, &h, slot, idle, deadline, hops == 0)
+			cn, h2, err = c.conn(ctx, v, &h, slot, deadline, hops == 0)
 			if h2 != nil {
 				v.handoff(h2)
 				return errHTTP2
