@@ -568,6 +568,8 @@ func nextHop(prev *hop, resp *h1.Response, baseKey string) (hop, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return hop{}, fmt.Errorf("a redirect to %q, which is not an http or https URL", loc)
 	}
+	// A Location's query is sent as the test's own are: see escapeQuery.
+	u.RawQuery = escapeQuery(u.RawQuery)
 	next := hop{method: prev.method, url: u, headers: prev.headers, strip: prev.strip, stripBody: prev.stripBody}
 	if prev.host != "" && prev.host != prev.url.Host {
 		if l, _ := url.Parse(loc); l != nil && !l.IsAbs() {
