@@ -1,7 +1,7 @@
 package http
 
 import (
-	"bytes"
+	"bufio"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -41,9 +41,14 @@ type Client struct {
 }
 
 var (
-	_ protocols.Client   = (*Client)(nil)
-	_ protocols.Preparer = (*Client)(nil)
+	_ protocols.Client       = (*Client)(nil)
+	_ protocols.Preparer     = (*Client)(nil)
+	_ protocols.BodySearcher = (*Client)(nil)
 )
+
+// SearchesBody implements protocols.BodySearcher: both the engine and the
+// net/http path look for a call's BodyContains as the body streams.
+func (c *Client) SearchesBody() bool { return true }
 
 // maxTableVU is the largest VU id kept in the table.
 const maxTableVU = 1 << 20
@@ -170,11 +175,16 @@ type vu struct {
 	watchGen uint64
 	resp     h1.Response
 	wbuf     []byte // a request rendered per call
-	// src, gz, zl and decoded decode a compressed body a check reads.
-	src     bytes.Reader
+	// scan reads the bodies that checks and captures read (body.go),
+	// through hbody or netBody, decoded by gz or zl into dbuf when they
+	// are compressed; br lets a decoder read net/http's body bytewise.
+	scan    protocols.BodyScan
+	hbody   h1.Body
+	netBody trackedReader
 	gz      *gzip.Reader
 	zl      io.ReadCloser
-	decoded bytes.Buffer
+	dbuf    []byte
+	br      *bufio.Reader
 	// served counts the responses the engine read, for tests.
 	served int64
 
@@ -195,8 +205,6 @@ type vu struct {
 	// prepared, and scratch what helps render the next.
 	rendered rendered
 	scratch  scratch
-	// body holds the response body when a check needs it.
-	body []byte
 	// pending is a response the client is to take as its first hop's,
 	// because send made that hop itself; see replay.
 	pending *nethttp.Response
@@ -419,7 +427,8 @@ func (j *lazyJar) SetCookies(u *url.URL, cookies []*nethttp.Cookie) {
 	j.jar.SetCookies(u, cookies)
 }
 
-// maxKeptBody bounds the body buffer a VU keeps between calls.
+// maxKeptBody bounds the body buffer a VU keeps between calls: a larger
+// one, for a max_body above it, is dropped after its call.
 const maxKeptBody = 1 << 20
 
 // Prepare renders a request that is the same for every call once, for
@@ -478,7 +487,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 			if out.ttfb > 0 {
 				emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: start.Add(out.ttfb), Value: out.ttfb, Status: out.status})
 			}
-			emit(protocols.Sample{
+			s := protocols.Sample{
 				Metric:        protocols.MetricRequest,
 				Time:          end,
 				Value:         end.Sub(start),
@@ -487,15 +496,13 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 				Message:       out.msg,
 				BytesSent:     v.wire.sent.Load() - sent,
 				BytesReceived: v.wire.received.Load() - received,
-				Body:          out.body,
 				Headers:       out.headers,
-			})
-			if cap(v.body) > maxKeptBody {
-				v.body = nil
 			}
-			if v.decoded.Cap() > maxKeptBody {
-				v.decoded = bytes.Buffer{}
+			if out.scanned {
+				v.scan.Fill(&s)
 			}
+			emit(s)
+			v.scan.Shrink(maxKeptBody)
 			return
 		}
 		// errHTTP2: nothing was sent; the call goes through net/http on
@@ -519,8 +526,9 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 	v.wire.inflight.Store(st)
 	resp, err := v.send(req)
 	var status int
-	var body []byte
 	var headers map[string][]string
+	var decodeErr error
+	scanned := false
 	if resp != nil {
 		status = resp.StatusCode
 		if call.KeepHeaders {
@@ -530,11 +538,11 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 			headers = resp.Header
 		}
 		if err == nil {
-			if call.KeepBody {
-				buf := bytes.NewBuffer(v.body[:0])
-				_, err = buf.ReadFrom(resp.Body)
-				v.body = buf.Bytes()
-				body = v.body
+			if scans(&call) {
+				// As the engine does: checks and captures read the
+				// decoded body, as it streams.
+				decodeErr, err = v.scanNetBody(resp.Body, []byte(resp.Header.Get("Content-Encoding")), &call)
+				scanned = err == nil && decodeErr == nil
 			} else {
 				_, err = io.Copy(io.Discard, resp.Body)
 			}
@@ -542,16 +550,6 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 		}
 	}
 	v.wire.inflight.Store(nil)
-	var decodeErr error
-	if err == nil && len(body) > 0 {
-		// As the engine does: checks and captures read the decoded body.
-		switch enc := h1.EncodingOf([]byte(resp.Header.Get("Content-Encoding"))); enc {
-		case h1.Gzip, h1.Deflate:
-			if body, decodeErr = v.decode(body, enc); decodeErr != nil {
-				body = nil
-			}
-		}
-	}
 	end := time.Now()
 
 	kind, msg := protocols.ErrNone, ""
@@ -573,7 +571,7 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 	if fb := time.Duration(st.firstByte.Load()); fb > 0 {
 		emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: start.Add(fb), Value: fb, Status: status})
 	}
-	emit(protocols.Sample{
+	s := protocols.Sample{
 		Metric:        protocols.MetricRequest,
 		Time:          end,
 		Value:         end.Sub(start),
@@ -582,10 +580,11 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 		Message:       msg,
 		BytesSent:     v.wire.sent.Load() - sent,
 		BytesReceived: v.wire.received.Load() - received,
-		Body:          body,
 		Headers:       headers,
-	})
-	if cap(v.body) > maxKeptBody {
-		v.body = nil
 	}
+	if scanned {
+		v.scan.Fill(&s)
+	}
+	emit(s)
+	v.scan.Shrink(maxKeptBody)
 }

@@ -2,8 +2,6 @@ package http
 
 import (
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -409,7 +407,10 @@ type outcome struct {
 	connected time.Time
 	newConn   bool
 	headers   map[string][]string
-	body      []byte
+	// scanned says the body went through the VU's scan, for the sample;
+	// decodeErr says why it could not be decoded.
+	scanned   bool
+	decodeErr error
 }
 
 // errHTTP2 says the call's new connection negotiated HTTP/2: the VU goes
@@ -483,11 +484,15 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			v.setCookies(cookieURL(h.url, h.host), resp)
 		}
 		redirect := c.cfg.follow && len(resp.Location) > 0 && isRedirectStatus(resp.Status)
-		keep := !redirect && call.KeepBody
 		if !redirect && call.KeepHeaders {
 			out.headers = headerMap(resp)
 		}
-		v.body, err = cn.rd.ReadBody(resp, v.body[:0], keep)
+		if !redirect && scans(&call) {
+			out.decodeErr, err = v.scanEngineBody(cn.rd, resp, &call)
+			out.scanned = true
+		} else {
+			_, err = cn.rd.ReadBody(resp, nil, false)
+		}
 		if err != nil {
 			v.drop(cn)
 			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, true, cn.answered)
@@ -501,9 +506,6 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			cn.rd.Release()
 		}
 		if !redirect {
-			if keep {
-				out.body = v.body
-			}
 			break
 		}
 		if hops+1 > c.cfg.maxRedirects {
@@ -519,14 +521,10 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		v.wbuf = appendRequest(v.wbuf[:0], &h, v.cookieHeader(h.url, h.host))
 		wire = v.wbuf
 	}
-	if call.KeepBody && len(out.body) > 0 && (resp.Encoding == h1.Gzip || resp.Encoding == h1.Deflate) {
-		body, err := v.decode(out.body, resp.Encoding)
-		if err != nil {
-			out.kind, out.msg = protocols.ErrProtocol, err.Error()
-			out.body = nil
-			return nil
-		}
-		out.body = body
+	if out.decodeErr != nil {
+		// Checks and captures read bodies decoded: this one cannot be.
+		out.kind, out.msg, out.scanned = protocols.ErrProtocol, out.decodeErr.Error(), false
+		return nil
 	}
 	if rd.opt.expected.failed(out.status) {
 		out.kind, out.msg = statusKind(out.status), statusLine(out.status, resp.Reason, &rd.opt.expected)
@@ -636,44 +634,6 @@ func headerMap(resp *h1.Response) map[string][]string {
 		h[k] = append(h[k], string(f.Value))
 	}
 	return h
-}
-
-// decode returns body decoded from enc, into the VU's reused buffer and
-// readers.
-func (v *vu) decode(body []byte, enc h1.Encoding) ([]byte, error) {
-	v.src.Reset(body)
-	var r io.Reader
-	name := "gzip"
-	switch enc {
-	case h1.Gzip:
-		if v.gz == nil {
-			gz, err := gzip.NewReader(&v.src)
-			if err != nil {
-				return nil, fmt.Errorf("the response's gzip body could not be decoded: %v", err)
-			}
-			v.gz = gz
-		} else if err := v.gz.Reset(&v.src); err != nil {
-			return nil, fmt.Errorf("the response's gzip body could not be decoded: %v", err)
-		}
-		r = v.gz
-	default:
-		name = "deflate"
-		if v.zl == nil {
-			zl, err := zlib.NewReader(&v.src)
-			if err != nil {
-				return nil, fmt.Errorf("the response's deflate body could not be decoded: %v", err)
-			}
-			v.zl = zl
-		} else if err := v.zl.(zlib.Resetter).Reset(&v.src, nil); err != nil {
-			return nil, fmt.Errorf("the response's deflate body could not be decoded: %v", err)
-		}
-		r = v.zl
-	}
-	v.decoded.Reset()
-	if _, err := v.decoded.ReadFrom(r); err != nil {
-		return nil, fmt.Errorf("the response's %s body could not be decoded: %v", name, err)
-	}
-	return v.decoded.Bytes(), nil
 }
 
 // handoff gives an HTTP/2 connection to the VU's net/http transport, which
