@@ -167,3 +167,26 @@ func TestBodyKeptUpToMaxBody(t *testing.T) {
 		}
 	})
 }
+
+// TestBodyCutShortFindsNothing checks that a call whose body the server
+// cut short fails, and reports no substring found, even one that came
+// before the cut: its checks see no body, as its captures do.
+func TestBodyCutShortFindsNothing(t *testing.T) {
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		for _, h2 := range []bool{false, true} {
+			srv := newCountingServer(t, h2, h2, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				w.Header().Set("Content-Length", "100000")
+				io.WriteString(w, "THE END, early")
+				w.(nethttp.Flusher).Flush()
+				panic(nethttp.ErrAbortHandler) // the connection, or the stream, is cut
+			})
+			c := open(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+			t.Run(fmt.Sprintf("HTTP/2 %v", h2), func(t *testing.T) {
+				s := scanCall(t, c, "/", []string{"THE END"}, true, 0)
+				if s.Error == "" || s.BodyFound != nil && len(s.BodyFound) > 0 || len(s.Body) > 0 {
+					t.Errorf("%+v: found %v, kept %q; want a failed call that found and kept nothing", s, s.BodyFound, s.Body)
+				}
+			})
+		}
+	})
+}

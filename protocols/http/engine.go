@@ -489,7 +489,9 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		}
 		if !redirect && scans(&call) {
 			out.decodeErr, err = v.scanEngineBody(cn.rd, resp, &call)
-			out.scanned = true
+			// A body cut short says nothing whole: as before bodies
+			// streamed, the checks of such a call see none.
+			out.scanned = err == nil
 		} else {
 			_, err = cn.rd.ReadBody(resp, nil, false)
 		}
