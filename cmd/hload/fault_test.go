@@ -326,6 +326,7 @@ func TestFaultServerAnswers(t *testing.T) {
 		{"partial-body", "protocol", true},
 		{"bad-status", "protocol", true},
 		{"extra-bytes", "", false},
+		{"fin-after", "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {
