@@ -320,13 +320,16 @@ func TestFaultServerAnswers(t *testing.T) {
 		fault  string
 		kind   string // the kind of every failed call; "" when none fails
 		failed bool   // the fault fails its call
+		// raced: a call written while the server closes fails at once,
+		// never read by the server (see TestServerCloseIsNotReused).
+		raced bool
 	}{
-		{"reset", "reset", true},
-		{"partial-head", "protocol", true},
-		{"partial-body", "protocol", true},
-		{"bad-status", "protocol", true},
-		{"extra-bytes", "", false},
-		{"fin-after", "", false},
+		{"reset", "reset", true, false},
+		{"partial-head", "protocol", true, false},
+		{"partial-body", "protocol", true, false},
+		{"bad-status", "protocol", true, false},
+		{"extra-bytes", "", false, false},
+		{"fin-after", "", false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fault, func(t *testing.T) {
@@ -339,18 +342,22 @@ func TestFaultServerAnswers(t *testing.T) {
 			if r.code != exitOK {
 				t.Errorf("exit %d, want 0:\n%s", r.code, r.out)
 			}
-			if f.Count != 60 || int64(heads) != f.Count {
-				t.Errorf("hload counted %d calls of 60, the server read %d request heads", f.Count, heads)
+			raced := int64(0)
+			if tc.raced {
+				raced = f.ErrorsByKind["idle_closed"] + f.ErrorsByKind["reset"]
 			}
-			want := int64(0)
+			if f.Count != 60 || int64(heads)+raced != f.Count {
+				t.Errorf("hload counted %d calls of 60 (%d lost to the server's close), the server read %d request heads", f.Count, raced, heads)
+			}
+			want := raced
 			if tc.failed {
 				want = int64(faulted)
 			}
-			if f.Errors != want || (want > 0 && f.ErrorsByKind[tc.kind] != want) {
+			if f.Errors != want || (tc.failed && f.ErrorsByKind[tc.kind] != want) {
 				t.Errorf("errors %d (%s); want %d of kind %q: the calls the fault fell on", f.Errors, kinds(f.ErrorsByKind), want, tc.kind)
 			}
-			if faulted < 20 {
-				t.Errorf("the fault fell on %d calls; the case means little below 20", faulted)
+			if faulted < 15 {
+				t.Errorf("the fault fell on %d calls; the case means little below 15", faulted)
 			}
 			if int64(r.rawRows) != f.Count {
 				t.Errorf("the raw CSV holds %d rows for %d calls", r.rawRows, f.Count)
