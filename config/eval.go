@@ -78,7 +78,7 @@ func (l *loader) intAttr(attr *hcl.Attribute, minimum int, what, where string) (
 	n, whole := wholeNumber(v)
 	if !whole || n < int64(minimum) || n > maxInt {
 		return 0, false, append(diags, errorDiag(attr.Expr.Range(), "Invalid "+attr.Name,
-			"%s must be a whole number of at least %d (%s); got %s.", attr.Name, minimum, what, numberString(v)))
+			"%s must be a whole number from %d to %d (%s); got %s.", attr.Name, minimum, maxInt, what, numberString(v)))
 	}
 	return int(n), true, diags
 }

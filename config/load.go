@@ -210,7 +210,7 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		}
 		diags = append(diags, d)
 	}
-	return test, diags
+	return test, withAttributeHints(diags)
 }
 
 // checkText returns a diagnostic when src, the content of the file name,

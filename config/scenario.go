@@ -331,12 +331,12 @@ var (
 	vuStages = stageKind{
 		executor: executorRampingVUs,
 		whole:    true,
-		target:   "the number of virtual users to reach by its end, a whole number of at least 0",
+		target:   fmt.Sprintf("the number of virtual users to reach by its end, a whole number from 0 to %d", maxInt),
 		example:  `{ duration = "1m", target = 10 }`,
 	}
 	rateStages = stageKind{
 		executor: executorRampingArrivalRate,
-		target:   "the rate to reach by its end, in iterations per time_unit, a number of at least 0",
+		target:   fmt.Sprintf("the rate to reach by its end, in iterations per time_unit, a number from 0 to %d", maxInt),
 		example:  `{ duration = "1m", target = 100 }`,
 	}
 )

@@ -28,6 +28,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if latency <= 0 {
+		// Little's law with a latency of zero or less sizes no pool, or
+		// a negative one.
+		return &exitError{code: exitUsage, err: fmt.Errorf("--latency %s: the latency of an iteration must be longer than zero, such as --latency 250ms", latency)}
+	}
 	seg, err := segment.resolve()
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}

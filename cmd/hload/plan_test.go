@@ -86,3 +86,47 @@ func TestPlanListsFlows(t *testing.T) {
 		t.Errorf("plan ends:\n%s\nwant it to end:\n%s", r.stdout, want)
 	}
 }
+
+// TestPlanLatencyMustBePositive: --latency sizes the VU pool by Little's
+// law, so a latency of zero or less is refused, naming the flag, rather
+// than printing a pool of negative VUs.
+func TestPlanLatencyMustBePositive(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", `
+target "web" {
+  base_url = "http://127.0.0.1:1"
+}
+scenario "open" {
+  executor = "constant-arrival-rate"
+  rate     = 100
+  duration = "10s"
+  request "home" {
+    path = "/"
+  }
+}
+`)
+	for _, tt := range []struct {
+		latency string
+		code    int
+	}{
+		{"-5s", 2},
+		{"0s", 2},
+		{"250ms", 0},
+	} {
+		t.Run(tt.latency, func(t *testing.T) {
+			r := hload(t, dir, "plan", "--latency", tt.latency, "test.hcl")
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if tt.code == 0 {
+				if !strings.Contains(r.stdout, "at 250ms  25 VUs") {
+					t.Errorf("no pool sized for 250ms:\n%s", r.stdout)
+				}
+				return
+			}
+			if !strings.Contains(r.stderr, "--latency "+tt.latency+": the latency of an iteration must be longer than zero") || r.stdout != "" {
+				t.Errorf("stdout %q, stderr %q: want only the refusal, naming --latency", r.stdout, r.stderr)
+			}
+		})
+	}
+}
