@@ -151,6 +151,7 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 				var d hcl.Diagnostics
 				s.Executor, d = l.decodeExecutor(name, b, content)
 				diags = append(diags, d...)
+				s.VUsRange = vusRange(name, content.Attributes, b.DefRange)
 			}
 		}
 	}
@@ -195,6 +196,28 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 			`Scenario %q %s. Add one, such as request "home" { path = "/" }, or flow "order" { ... } with its steps in order.`, s.Name, what))
 	}
 	return s, diags
+}
+
+// vusAttributes are, per executor, the attributes that decide how many VUs
+// a scenario may run at once, the first one set deciding.
+var vusAttributes = map[string][]string{
+	executorConstantVUs:         {"vus"},
+	executorIterations:          {"vus"},
+	executorRampingVUs:          {"stages", "start_vus"},
+	executorConstantArrivalRate: {"max_vus", "rate"},
+	executorRampingArrivalRate:  {"max_vus", "stages", "start_rate"},
+	executorCapacitySearch:      {"max_vus", "steps", "max_rate"},
+}
+
+// vusRange returns the range of the attribute that sets the most VUs of a
+// scenario of executor kind, or def.
+func vusRange(kind string, attrs hcl.Attributes, def hcl.Range) hcl.Range {
+	for _, name := range vusAttributes[kind] {
+		if a := attrs[name]; a != nil {
+			return a.Expr.Range()
+		}
+	}
+	return def
 }
 
 // checkExecutorName returns a diagnostic when name is not a supported

@@ -112,6 +112,10 @@ type Scenario struct {
 	// the bare requests, each bare request a flow of one step (Single).
 	Mix       []*Flow
 	DeclRange hcl.Range
+	// VUsRange is the attribute that sets how many VUs the scenario may
+	// run at once (vus, stages, max_vus, or the rate its default pool is
+	// sized for), for messages about them; DeclRange when none is set.
+	VUsRange hcl.Range
 }
 
 // SetupFlow is the name of a scenario's setup in the flow figures; no flow

@@ -87,6 +87,9 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	if err := core.CheckSegment(test, seg); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if err := checkLimits(test, seg, core.ReadMachine(), &common, stderr); err != nil {
+		return err
+	}
 
 	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
 	configured, err := newSinks(test, seg, stderr)
@@ -215,11 +218,19 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var common commonFlags
+	var (
+		common  commonFlags
+		segment segmentFlags
+	)
 	common.register(fs)
+	segment.register(fs)
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	seg, err := segment.resolve()
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 	plugins := newPluginHost(context.Background())
 	defer plugins.killAll()
@@ -227,7 +238,13 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := newSinks(test, core.Segment{}, stderr); err != nil {
+	if err := core.CheckSegment(test, seg); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := checkLimits(test, seg, core.ReadMachine(), &common, stderr); err != nil {
+		return err
+	}
+	if _, err := newSinks(test, seg, stderr); err != nil {
 		return err
 	}
 	requests := 0
