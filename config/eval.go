@@ -24,14 +24,15 @@ func checkStatic(traversals []hcl.Traversal, where string) hcl.Diagnostics {
 	return diags
 }
 
-// evalStatic evaluates an expression that is fixed for the whole run.
+// evalStatic evaluates an expression that is fixed for the whole run. The
+// value is plain: its sensitive parts are recorded and unmarked.
 func (l *loader) evalStatic(expr hcl.Expression, where string) (cty.Value, hcl.Diagnostics) {
 	diags := checkStatic(expr.Variables(), where)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	v, more := expr.Value(l.static)
-	return v, append(diags, more...)
+	return l.secrets.plain(v), append(diags, more...)
 }
 
 // staticValue evaluates attr once and converts it to ty. ok is false when

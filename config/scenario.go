@@ -538,6 +538,12 @@ func objectItemRange(expr hcl.Expression, key string, fallback hcl.Range) hcl.Ra
 // friendlyValue describes a value for a message: the value itself when it
 // is a short primitive, its type otherwise.
 func friendlyValue(v cty.Value) string {
+	if v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+		if v.Type().IsPrimitiveType() {
+			return "a sensitive " + v.Type().FriendlyName()
+		}
+	}
 	switch {
 	case v.IsNull():
 		return "null"

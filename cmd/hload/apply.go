@@ -115,7 +115,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		Segment:   seg,
 		Version:   version,
 		Files:     files,
-		Variables: common.vars,
+		// The summary records the --var values: sensitive ones redacted.
+		Variables: test.RedactVariables(common.vars),
 		Stop:      stop,
 		Isolated:  plugins.isolated,
 	})
@@ -127,7 +128,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case runErr != nil:
-		return &exitError{code: exitRuntime, err: runErr}
+		// A plugin's last words may quote a sensitive value.
+		return &exitError{code: exitRuntime, err: errors.New(test.Redact(runErr.Error()))}
 	case sum.Interrupted:
 		return &exitError{code: exitInterrupted}
 	case !sum.Passed:
@@ -199,6 +201,11 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 		case "html":
 			sk, err = html.New(s.Config, core.Plan(test, seg))
 		case "influxdb":
+			if s.Sensitive("tags") {
+				// InfluxDB would store it in clear on every point.
+				return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: a value of tags is sensitive (from env(), HLOAD_VAR_ or a variable with sensitive = true), and InfluxDB would store it in clear on every point; "+
+					"tag with a value that is not secret, such as a variable with sensitive = false", s.DeclRange, s.Type)}
+			}
 			segTag := ""
 			if seg.Count > 1 {
 				segTag = seg.String()

@@ -116,7 +116,8 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), pl
 }
 
 // renderDiagnostics writes diags to stderr with file, line, column and a
-// snippet of each, from the files of test (which may be nil).
+// snippet of each, from the files of test (which may be nil), with the
+// test's sensitive values redacted.
 func renderDiagnostics(test *config.Test, diags hcl.Diagnostics, c *commonFlags, stderr io.Writer) {
 	if len(diags) == 0 {
 		return
@@ -124,6 +125,7 @@ func renderDiagnostics(test *config.Test, diags hcl.Diagnostics, c *commonFlags,
 	var parsed map[string]*hcl.File
 	if test != nil {
 		parsed = test.Files
+		diags = test.RedactDiagnostics(diags)
 	}
 	w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, !c.noColor && isTerminal(stderr))
 	w.WriteDiagnostics(diags)
