@@ -246,12 +246,12 @@ func limitDiag(need Need, l Limit, seg Segment) *hcl.Diagnostic {
 	case LimitMemory:
 		d.Summary = "Not enough memory for this test"
 		d.Detail = fmt.Sprintf("%s. At about %s each, they need about %s of memory, and this machine has %s free (%s); "+
-			"hload takes at most %d %% of it. %s See Limits in docs/reference.md.",
+			"hload takes at most %d%% of it. %s See Limits in docs/reference.md.",
 			vus, FormatBytes(MemoryPerVU), FormatBytes(need.Of(l.Kind)), FormatBytes(l.Free()), l.Name, int(memoryShare*100), fewer)
 	case LimitAddressSpace:
 		d.Summary = "Not enough address space for this test"
 		d.Detail = fmt.Sprintf("%s. At about %s of address space each, they need about %s, and %s is %s, of which hload already takes %s; "+
-			"hload takes at most %d %% of the rest. Raise the limit, or: %s See Limits in docs/reference.md.",
+			"hload takes at most %d%% of the rest. Raise the limit, or: %s See Limits in docs/reference.md.",
 			vus, FormatBytes(AddressPerVU), FormatBytes(need.Of(l.Kind)), l.Name, FormatBytes(l.Max), FormatBytes(l.Used),
 			int(memoryShare*100), lowerFirst(fewer))
 	default:

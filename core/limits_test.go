@@ -191,7 +191,7 @@ scenario "s" {
 		{"no limits known", nil, "", nil},
 		{"memory: the estimate is 80 % of what is free", []Limit{mem(need * 5 / 4)}, "", nil},
 		{"memory: just above 80 %", []Limit{mem(need*5/4 - 8)}, "Not enough memory for this test",
-			[]string{"1000 VUs at once", "about 20 MiB of memory", "24 MiB free (MemAvailable in /proc/meminfo)", "at most 80 %"}},
+			[]string{"1000 VUs at once", "about 20 MiB of memory", "24 MiB free (MemAvailable in /proc/meminfo)", "at most 80%"}},
 		{"memory: the tightest of two limits decides", []Limit{
 			mem(100 * need),
 			{Kind: LimitMemory, Name: "the memory limit of cgroup /sys/fs/cgroup/box/memory.max", Max: 2 * need, Used: need},
