@@ -183,6 +183,20 @@ func (l *loader) mayMark(expr hcl.Expression) bool {
 	return callsEnv(expr) || readsConstants(expr) && l.constantsMarked
 }
 
+// shownStringAttr is stringAttr for a value hload writes as it is in the
+// summary and the report, such as a threshold's condition: a sensitive
+// value there is refused, with the way out, rather than written or hidden.
+func (l *loader) shownStringAttr(attr *hcl.Attribute, where string) (string, bool, hcl.Diagnostics) {
+	if mayBeSensitive(attr.Expr) && checkStatic(attr.Expr.Variables(), where) == nil {
+		if v, _ := attr.Expr.Value(l.static); len(sensitivePaths(v)) > 0 {
+			return "", false, hcl.Diagnostics{errorDiag(attr.Expr.Range(), "Sensitive value in "+attr.Name,
+				"%s uses a sensitive value (from env(), HLOAD_VAR_ or a variable with sensitive = true), and hload writes a threshold's %s as it is in the summary and the report. "+
+					"If the value is not secret, set it through a variable that says sensitive = false.", attr.Name, attr.Name)}
+		}
+	}
+	return l.stringAttr(attr, where)
+}
+
 // sensitivePaths returns the paths of v's sensitive parts.
 func sensitivePaths(v cty.Value) []cty.Path {
 	if !v.ContainsMarked() {

@@ -78,7 +78,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	metricOK := false
 	metricAttr := attrs["metric"]
 	if attr := metricAttr; attr != nil {
-		t.Metric, metricOK, d = l.stringAttr(attr, thresholdWhere)
+		t.Metric, metricOK, d = l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if metricOK && t.Metric == "" {
 			metricOK = false
@@ -89,7 +89,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 
 	var scenario *Scenario
 	if attr := attrs["scenario"]; attr != nil {
-		name, ok, d := l.stringAttr(attr, thresholdWhere)
+		name, ok, d := l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if ok {
 			t.Scenario = name
@@ -102,7 +102,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		}
 	}
 	if attr := attrs["request"]; attr != nil {
-		name, ok, d := l.stringAttr(attr, thresholdWhere)
+		name, ok, d := l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if ok {
 			t.Request = name
@@ -114,7 +114,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	}
 	flowAttr := attrs["flow"]
 	if attr := flowAttr; attr != nil {
-		t.Flow, _, d = l.stringAttr(attr, thresholdWhere)
+		t.Flow, _, d = l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 	}
 	if metricOK && !diags.HasErrors() {
@@ -137,7 +137,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		}
 	}
 	if attr := attrs["condition"]; attr != nil {
-		text, ok, d := l.stringAttr(attr, thresholdWhere)
+		text, ok, d := l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if ok {
 			c, kind, err := parseCondition(text)
