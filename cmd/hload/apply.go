@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +22,7 @@ import (
 )
 
 func cmdApply(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(applyHelp, stdout, stderr)
 	var (
 		common        commonFlags
 		summaryExport string
@@ -33,9 +31,9 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		quiet         bool
 	)
 	common.register(fs)
-	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this file; - prints it as the last line of stdout, on one line")
-	segment.register(fs)
-	start.register(fs)
+	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this `file`; - prints it as the last line of stdout, on one line")
+	segment.register(fs.FlagSet)
+	start.register(fs.FlagSet)
 	fs.BoolVar(&quiet, "quiet", false, "print no live progress, only the summary")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -91,7 +89,7 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
+	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: !colours(stdout, common.noColor, os.Getenv)})}
 	configured, err := newSinks(test, seg, stderr)
 	if err != nil {
 		return err
@@ -223,14 +221,13 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(validateHelp, stdout, stderr)
 	var (
 		common  commonFlags
 		segment segmentFlags
 	)
 	common.register(fs)
-	segment.register(fs)
+	segment.register(fs.FlagSet)
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
