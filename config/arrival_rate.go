@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -94,9 +95,9 @@ func (l *loader) rateAttr(attr *hcl.Attribute, zero bool) (float64, bool, hcl.Di
 	}
 	f, _ := v.AsBigFloat().Float64()
 	if math.IsInf(f, 0) || f < 0 || (f == 0 && !zero) || f > maxInt {
-		least := "above 0"
+		least := fmt.Sprintf("above 0 and at most %d", maxInt)
 		if zero {
-			least = "of at least 0"
+			least = fmt.Sprintf("from 0 to %d", maxInt)
 		}
 		return 0, false, append(diags, errorDiag(attr.Expr.Range(), "Invalid "+attr.Name,
 			"%s is the number of iterations started per time_unit (1s by default), a number %s; got %s.",

@@ -162,12 +162,12 @@ func TestArrivalRateInvalid(t *testing.T) {
   executor          = "constant-arrival-rate"
   rate              = 10
   duration          = "1m"
-  pre_allocated_vus = 0`, "pre_allocated_vus must be a whole number of at least 1"},
+  pre_allocated_vus = 0`, "pre_allocated_vus must be a whole number from 1 to 2147483648"},
 		{"fractional max", `
   executor = "constant-arrival-rate"
   rate     = 10
   duration = "1m"
-  max_vus  = 2.5`, "max_vus must be a whole number of at least 1"},
+  max_vus  = 2.5`, "max_vus must be a whole number from 1 to 2147483648"},
 		{"negative start rate", `
   executor   = "ramping-arrival-rate"
   start_rate = -1

@@ -310,10 +310,7 @@ func (l *loader) stepsList(attr *hcl.Attribute, n capacityNames) ([]float64, boo
 		}
 		load, ok := stepLoad(ev, n.whole)
 		if !ok {
-			least := "a number above 0"
-			if n.whole {
-				least = "a whole number of at least 1"
-			}
+			least := loadRange(n.whole)
 			return nil, false, append(diags, errorDiag(erng, "Invalid step",
 				"Step %d is a load in %s, %s; got %s.", i+1, n.unit, least, friendlyValue(ev)))
 		}
@@ -345,6 +342,14 @@ func stepLoad(v cty.Value, whole bool) (float64, bool) {
 	return f, f > 0 && f <= maxInt
 }
 
+// loadRange says what stepLoad accepts, for a message.
+func loadRange(whole bool) string {
+	if whole {
+		return fmt.Sprintf("a whole number from 1 to %d", maxInt)
+	}
+	return fmt.Sprintf("a number above 0 and at most %d", maxInt)
+}
+
 // loadAttr reads start_rate, max_rate, start_vus or max_vus.
 func (l *loader) loadAttr(attr *hcl.Attribute, n capacityNames) (float64, bool, hcl.Diagnostics) {
 	v, ok, diags := l.staticValue(attr, cty.Number, scenarioWhere)
@@ -353,10 +358,7 @@ func (l *loader) loadAttr(attr *hcl.Attribute, n capacityNames) (float64, bool, 
 	}
 	load, ok := stepLoad(v, n.whole)
 	if !ok {
-		least := "a number above 0"
-		if n.whole {
-			least = "a whole number of at least 1"
-		}
+		least := loadRange(n.whole)
 		return 0, false, append(diags, errorDiag(attr.Expr.Range(), "Invalid "+attr.Name,
 			"%s is a load in %s, %s; got %s.", attr.Name, n.unit, least, numberString(v)))
 	}

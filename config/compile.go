@@ -73,14 +73,19 @@ type call struct {
 }
 
 // eval returns expr's value in the call: n's when expr was compiled and n
-// can, else HCL's.
+// can, else HCL's, unmarked: a value that reads a sensitive variable is
+// marked, and protocols get plain values. The nodes' values are plain.
 func (c *call) eval(expr hcl.Expression, n node) (cty.Value, hcl.Diagnostics) {
 	if n != nil {
 		if v, ok := n.value(c); ok {
 			return v, nil
 		}
 	}
-	return expr.Value(c.context())
+	v, diags := expr.Value(c.context())
+	if c.r.extra.mayMark && v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+	}
+	return v, diags
 }
 
 // setLet records the call's let, for the nodes and for HCL.
@@ -130,20 +135,23 @@ func (c *call) context() *hcl.EvalContext {
 
 // compiler compiles the dynamic expressions of one request.
 type compiler struct {
-	r     *Request         // says which expressions are dynamic
-	base  *hcl.EvalContext // evaluates the constant parts at load
-	draws draws            // what the random functions draw from
-	ids   *vuIDs           // the values of vu.id, shared by the test's requests
+	r       *Request         // says which expressions are dynamic
+	base    *hcl.EvalContext // evaluates the constant parts at load
+	draws   draws            // what the random functions draw from
+	ids     *vuIDs           // the values of vu.id, shared by the test's requests
+	secrets *secrets         // records the sensitive constants
 }
 
 // compile returns expr's compiled form, or nil when HCL must evaluate it.
 func (k *compiler) compile(expr hcl.Expression) node {
 	if !k.r.isDynamicIn(expr) {
 		v, diags := expr.Value(k.base)
-		if diags.HasErrors() || !v.IsWhollyKnown() || v.ContainsMarked() {
+		if diags.HasErrors() || !v.IsWhollyKnown() {
 			return nil
 		}
-		return constant{v}
+		// Recorded as a secret if it is one, and plain: what a call
+		// builds from it goes to a protocol.
+		return constant{k.secrets.plain(v)}
 	}
 	switch e := expr.(type) {
 	case *hclsyntax.ParenthesesExpr:

@@ -28,7 +28,7 @@ type diffEnv struct {
 
 func newDiffEnv(seed uint64) *diffEnv {
 	hclDraws := rand.New(rand.NewPCG(seed, seed))
-	funcs := functions(".", Options{})
+	funcs := functions(".", Options{}, nil)
 	for name, f := range randomFunctions(hclDraws) {
 		funcs[name] = f
 	}

@@ -3,9 +3,11 @@ package config
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -141,4 +143,84 @@ func stepName(step hcl.Traverser) string {
 		}
 	}
 	return ""
+}
+
+// hclNoAttribute is how hcl details a traversal to an attribute that an
+// object does not have.
+const hclNoAttribute = "This object does not have an attribute named "
+
+// withAttributeHints rewrites hcl's "Unsupported attribute" errors on a
+// traversal, such as var.base_ur or local.obj.nme, to say what the object
+// has and which name is close, as hload's own errors about vu and data
+// do. hcl's text names neither.
+func withAttributeHints(diags hcl.Diagnostics) hcl.Diagnostics {
+	for _, d := range diags {
+		if d.Summary != "Unsupported attribute" || d.EvalContext == nil {
+			continue
+		}
+		rest, ok := strings.CutPrefix(d.Detail, hclNoAttribute)
+		if !ok {
+			continue
+		}
+		name, err := strconv.Unquote(strings.TrimSuffix(rest, "."))
+		expr, isTraversal := d.Expression.(*hclsyntax.ScopeTraversalExpr)
+		if err != nil || !isTraversal {
+			continue
+		}
+		if detail := attributeHint(expr.Traversal, name, d.EvalContext); detail != "" {
+			d.Detail = detail
+		}
+	}
+	return diags
+}
+
+// attributeHint details the missing attribute name of traversal t, or
+// returns "" when the object before it cannot be found again.
+func attributeHint(t hcl.Traversal, name string, ctx *hcl.EvalContext) string {
+	at := -1
+	for i := 1; i < len(t); i++ {
+		if stepName(t[i]) == name {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return ""
+	}
+	obj, diags := t[:at].TraverseAbs(ctx)
+	if diags.HasErrors() || !obj.Type().IsObjectType() {
+		return ""
+	}
+	var names []string
+	for n := range obj.Type().AttributeTypes() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	hint := didYouMean(name, names)
+	switch {
+	case at == 1 && t.RootName() == "var":
+		return fmt.Sprintf("No variable block declares %q.%s Declared variables: %s.", name, hint, shortList(names))
+	case at == 1 && t.RootName() == "local":
+		return fmt.Sprintf("No locals block sets %q.%s Local values: %s.", name, hint, shortList(names))
+	}
+	return fmt.Sprintf("%s has no attribute %q.%s It has %s.", traversalString(t[:at]), name, hint, shortList(names))
+}
+
+// shortList is quoteList for lists that may be long: past a screen's
+// width, it names the first few and counts the rest.
+func shortList(names []string) string {
+	const shown = 12
+	if len(names) <= shown {
+		return quoteList(names)
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(quoteAll(names[:shown]), ", "), len(names)-shown)
+}
+
+// quoteAll quotes each of names.
+func quoteAll(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return q
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -14,6 +15,12 @@ import (
 // durationHint is appended to every duration error, because the two forms
 // are not obvious to a user coming from another tool.
 const durationHint = `write a duration such as "30s", "1m30s" or "500ms", or a number of seconds`
+
+// durationForm is the syntax of a Go duration string, whatever its size.
+var durationForm = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// maxDuration is the longest duration, in whole hours, for messages.
+const maxDuration = "2562047h"
 
 // durationFromValue reads a duration: a Go duration string ("1m30s") or a
 // number of seconds. v must be known and not null.
@@ -26,13 +33,18 @@ func durationFromValue(v cty.Value) (time.Duration, error) {
 			if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
 				return 0, fmt.Errorf("%q has no unit; %s", s, durationHint)
 			}
+			if durationForm.MatchString(s) {
+				// Well formed, so time.ParseDuration refused it for
+				// its size.
+				return 0, fmt.Errorf("%q is longer than the longest duration hload can count, %s (about 292 years)", s, maxDuration)
+			}
 			return 0, fmt.Errorf("%q is not a duration; %s", s, durationHint)
 		}
 		return d, nil
 	case cty.Number:
 		secs, _ := v.AsBigFloat().Float64()
 		if math.IsInf(secs, 0) || math.Abs(secs) > float64(math.MaxInt64)/float64(time.Second) {
-			return 0, fmt.Errorf("%s seconds is too long", numberString(v))
+			return 0, fmt.Errorf("%s seconds is longer than the longest duration hload can count, %s (about 292 years)", numberString(v), maxDuration)
 		}
 		return time.Duration(math.Round(secs * float64(time.Second))), nil
 	case uniformType:

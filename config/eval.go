@@ -24,14 +24,15 @@ func checkStatic(traversals []hcl.Traversal, where string) hcl.Diagnostics {
 	return diags
 }
 
-// evalStatic evaluates an expression that is fixed for the whole run.
+// evalStatic evaluates an expression that is fixed for the whole run. The
+// value is plain: its sensitive parts are recorded and unmarked.
 func (l *loader) evalStatic(expr hcl.Expression, where string) (cty.Value, hcl.Diagnostics) {
 	diags := checkStatic(expr.Variables(), where)
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
 	}
 	v, more := expr.Value(l.static)
-	return v, append(diags, more...)
+	return l.secrets.plain(v), append(diags, more...)
 }
 
 // staticValue evaluates attr once and converts it to ty. ok is false when
@@ -78,7 +79,7 @@ func (l *loader) intAttr(attr *hcl.Attribute, minimum int, what, where string) (
 	n, whole := wholeNumber(v)
 	if !whole || n < int64(minimum) || n > maxInt {
 		return 0, false, append(diags, errorDiag(attr.Expr.Range(), "Invalid "+attr.Name,
-			"%s must be a whole number of at least %d (%s); got %s.", attr.Name, minimum, what, numberString(v)))
+			"%s must be a whole number from %d to %d (%s); got %s.", attr.Name, minimum, maxInt, what, numberString(v)))
 	}
 	return int(n), true, diags
 }

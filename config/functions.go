@@ -39,8 +39,9 @@ const maxRandomString = 1 << 20
 var uniformType = cty.Capsule("uniform", reflect.TypeFor[ThinkTime]())
 
 // functions returns the explicit allow-list of functions a config may call.
-// dir is the folder file() is confined to.
-func functions(dir string, opts Options) map[string]function.Function {
+// dir is the folder file() is confined to; env() records its values in
+// sec, which may be nil.
+func functions(dir string, opts Options, sec *secrets) map[string]function.Function {
 	return map[string]function.Function{
 		// go-cty stdlib
 		"abs":        stdlib.AbsoluteFunc,
@@ -97,7 +98,7 @@ func functions(dir string, opts Options) map[string]function.Function {
 		"random_string": randomStringFunc(runDraws{}),
 		"uuid":          uuidFunc(runDraws{}),
 		"unix_micros":   unixMicrosFunc,
-		"env":           envFunc(opts.LookupEnv),
+		"env":           envFunc(opts.LookupEnv, sec),
 		"file":          fileFunc(dir),
 		"duration":      durationFunc,
 		"uniform":       uniformFunc,
@@ -309,20 +310,27 @@ var unixMicrosFunc = function.New(&function.Spec{
 
 // envFunc returns env(name): the value of an environment variable, or ""
 // when it is unset.
-func envFunc(lookup func(string) (string, bool)) function.Function {
+func envFunc(lookup func(string) (string, bool), sec *secrets) function.Function {
 	return function.New(&function.Spec{
-		Description: "Returns the value of an environment variable, or an empty string when it is not set.",
+		Description: "Returns the value of an environment variable, or an empty string when it is not set. The value is sensitive.",
 		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
 		Type:        function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			if lookup == nil {
-				return cty.StringVal(""), nil
+				return cty.StringVal("").Mark(markSensitive), nil
 			}
 			v, _ := lookup(args[0].AsString())
 			if !utf8.ValidString(v) {
 				return cty.NilVal, function.NewArgErrorf(0, "the environment variable is not valid UTF-8")
 			}
-			return cty.StringVal(v), nil
+			if sec != nil {
+				// The raw value too: a function's error may quote it
+				// where nothing derived from it is left to record.
+				sec.add(v)
+			}
+			// Environment variables are where tokens are kept, so every
+			// value env() returns is sensitive (docs/reference.md).
+			return cty.StringVal(v).Mark(markSensitive), nil
 		},
 	})
 }

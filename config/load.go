@@ -113,6 +113,10 @@ type loader struct {
 	draws draws
 	// vuIDs are the values of vu.id the compiled forms share.
 	vuIDs *vuIDs
+	// secrets collects the sensitive strings (see sensitive.go);
+	// constantsMarked is set when var or local holds a sensitive value.
+	secrets         *secrets
+	constantsMarked bool
 
 	// varCtx has only functions: variable defaults cannot use var or local.
 	varCtx *hcl.EvalContext
@@ -171,10 +175,12 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 			all[b.Type] = append(all[b.Type], b)
 		}
 	}
+	sec := &secrets{}
 	l := &loader{
 		opts:      opts,
 		test:      test,
-		funcs:     functions(dir, opts),
+		secrets:   sec,
+		funcs:     functions(dir, opts, sec),
 		targets:   map[string]*targetEntry{},
 		scenarios: map[string]*Scenario{},
 		feeders:   map[string]*feederEntry{},
@@ -210,7 +216,8 @@ func parse(order []string, files map[string][]byte, dir string, opts Options) (*
 		}
 		diags = append(diags, d)
 	}
-	return test, diags
+	test.secrets = sec.list()
+	return test, withAttributeHints(diags)
 }
 
 // checkText returns a diagnostic when src, the content of the file name,
@@ -247,6 +254,7 @@ func checkText(name string, src []byte) *hcl.Diagnostic {
 
 // makeContexts builds the evaluation contexts once var and local are known.
 func (l *loader) makeContexts(locals cty.Value) {
+	l.constantsMarked = cty.ObjectVal(l.variables).ContainsMarked() || locals.ContainsMarked()
 	l.base = &hcl.EvalContext{
 		Variables: map[string]cty.Value{
 			"var":   cty.ObjectVal(l.variables),

@@ -49,6 +49,9 @@ func (l *loader) decodeLocals(blocks []*hcl.Block) hcl.Diagnostics {
 	for _, a := range order {
 		e.visit(a.Name, nil)
 	}
+	// Every local, for the messages about a name that is not one of them
+	// (see withAttributeHints), which read this context after the fact.
+	e.ctx.Variables["local"] = cty.ObjectVal(e.vals)
 	diags = append(diags, e.diags...)
 	l.makeContexts(cty.ObjectVal(e.vals))
 	return diags

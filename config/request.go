@@ -74,6 +74,9 @@ type requestExtras struct {
 	deliveryStatic  Delivery       // the delivery when it is static
 	deliveryDecl    hcl.Range      // the delivery attribute, for run-time messages
 	hasLetReference bool           // a dynamic expression uses let
+	// mayMark is set when a per-call value may be marked sensitive
+	// (see loader.mayMark): call.eval then unmarks it.
+	mayMark bool
 
 	// attrMaps holds the maps Eval builds a request's object from, for
 	// the next call: cty.ObjectVal copies what it is given, and a map of
@@ -392,8 +395,11 @@ func (l *loader) decodeLet(r *Request, attr *hcl.Attribute, sample *hcl.EvalCont
 			"let must be an object of named values, such as let = { uid = random_int(1, 5) }; got %s.", friendlyValue(v)))
 	}
 	x := &r.extra
+	// The contexts keep let as it is, marks and all, so that a message
+	// about an expression that reads let.x does not print a sensitive x.
 	x.let, x.letDynamic, x.letValue = attr.Expr, dynamic, v
-	for it := v.ElementIterator(); it.Next(); {
+	x.mayMark = x.mayMark || v.ContainsMarked()
+	for it := l.secrets.plain(v).ElementIterator(); it.Next(); {
 		k, _ := it.Element()
 		x.letNames = append(x.letNames, k.AsString())
 	}
@@ -411,7 +417,7 @@ func (l *loader) compiler(r *Request, base *hcl.EvalContext) *compiler {
 	if l.vuIDs == nil {
 		l.vuIDs = &vuIDs{}
 	}
-	return &compiler{r: r, base: base, draws: l.draws, ids: l.vuIDs}
+	return &compiler{r: r, base: base, draws: l.draws, ids: l.vuIDs, secrets: l.secrets}
 }
 
 // letContexts returns the contexts a request's attributes are evaluated
@@ -456,6 +462,8 @@ func (r *Request) isDynamicIn(expr hcl.Expression) bool {
 // noteDynamic records what a dynamic expression of r needs per call: the
 // vu object, and the rows of the data blocks it reads.
 func (l *loader) noteDynamic(r *Request, expr hcl.Expression) {
+	l.recordSensitiveParts(r, expr)
+	r.extra.mayMark = r.extra.mayMark || l.mayMark(expr)
 	r.usesVU = r.usesVU || usesRoot(expr, rootVU)
 	r.usesVars = r.usesVars || readsVars(expr)
 	r.extra.hasLetReference = r.extra.hasLetReference || usesRoot(expr, rootLet)
@@ -720,6 +728,7 @@ func (l *loader) decodeRequestAttributes(r *Request, content *hcl.BodyContent, a
 			diags = append(diags, typeDiag(attr, err))
 			continue
 		}
+		v = l.secrets.plain(v) // protocols get plain values
 		if dynamic {
 			if r.extra.attrMaps == nil {
 				r.extra.attrMaps, r.extra.calls = &sync.Pool{}, &sync.Pool{}

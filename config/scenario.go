@@ -151,6 +151,7 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 				var d hcl.Diagnostics
 				s.Executor, d = l.decodeExecutor(name, b, content)
 				diags = append(diags, d...)
+				s.VUsRange = vusRange(name, content.Attributes, b.DefRange)
 			}
 		}
 	}
@@ -195,6 +196,28 @@ func (l *loader) decodeScenario(b *hcl.Block) (*Scenario, hcl.Diagnostics) {
 			`Scenario %q %s. Add one, such as request "home" { path = "/" }, or flow "order" { ... } with its steps in order.`, s.Name, what))
 	}
 	return s, diags
+}
+
+// vusAttributes are, per executor, the attributes that decide how many VUs
+// a scenario may run at once, the first one set deciding.
+var vusAttributes = map[string][]string{
+	executorConstantVUs:         {"vus"},
+	executorIterations:          {"vus"},
+	executorRampingVUs:          {"stages", "start_vus"},
+	executorConstantArrivalRate: {"max_vus", "rate"},
+	executorRampingArrivalRate:  {"max_vus", "stages", "start_rate"},
+	executorCapacitySearch:      {"max_vus", "steps", "max_rate"},
+}
+
+// vusRange returns the range of the attribute that sets the most VUs of a
+// scenario of executor kind, or def.
+func vusRange(kind string, attrs hcl.Attributes, def hcl.Range) hcl.Range {
+	for _, name := range vusAttributes[kind] {
+		if a := attrs[name]; a != nil {
+			return a.Expr.Range()
+		}
+	}
+	return def
 }
 
 // checkExecutorName returns a diagnostic when name is not a supported
@@ -331,12 +354,12 @@ var (
 	vuStages = stageKind{
 		executor: executorRampingVUs,
 		whole:    true,
-		target:   "the number of virtual users to reach by its end, a whole number of at least 0",
+		target:   fmt.Sprintf("the number of virtual users to reach by its end, a whole number from 0 to %d", maxInt),
 		example:  `{ duration = "1m", target = 10 }`,
 	}
 	rateStages = stageKind{
 		executor: executorRampingArrivalRate,
-		target:   "the rate to reach by its end, in iterations per time_unit, a number of at least 0",
+		target:   fmt.Sprintf("the rate to reach by its end, in iterations per time_unit, a number from 0 to %d", maxInt),
 		example:  `{ duration = "1m", target = 100 }`,
 	}
 )
@@ -515,6 +538,12 @@ func objectItemRange(expr hcl.Expression, key string, fallback hcl.Range) hcl.Ra
 // friendlyValue describes a value for a message: the value itself when it
 // is a short primitive, its type otherwise.
 func friendlyValue(v cty.Value) string {
+	if v.ContainsMarked() {
+		v, _ = v.UnmarkDeep()
+		if v.Type().IsPrimitiveType() {
+			return "a sensitive " + v.Type().FriendlyName()
+		}
+	}
 	switch {
 	case v.IsNull():
 		return "null"

@@ -30,7 +30,8 @@ func (l *loader) decodeSinks(blocks []*hcl.Block) hcl.Diagnostics {
 		diags = append(diags, checkStatic(hcldec.Variables(b.Body, spec), sinkWhere)...)
 		v, d := hcldec.Decode(b.Body, spec, l.static)
 		diags = append(diags, d...)
-		s.Config = v
+		s.sensitive = sensitivePaths(v)
+		s.Config = l.secrets.plain(v)
 		l.test.Sinks = append(l.test.Sinks, s)
 	}
 	return diags

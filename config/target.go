@@ -96,7 +96,7 @@ func (l *loader) decodeTarget(b *hcl.Block) (*Target, *protocols.Info, hcl.Diagn
 	diags = append(diags, checkStatic(hcldec.Variables(rest, info.TargetSpec), targetWhere)...)
 	v, d := hcldec.Decode(rest, info.TargetSpec, l.static)
 	diags = append(diags, d...)
-	t.Config = v
+	t.Config = l.secrets.plain(v)
 	if !d.HasErrors() {
 		diags = append(diags, validateTarget(p, t, rest, info.TargetSpec)...)
 	}

@@ -63,6 +63,11 @@ type Test struct {
 	Sinks      []*Sink
 	Feeders    []*Feeder // data blocks, in file order
 	Plugins    []*Plugin // plugin blocks, in file order
+
+	// secrets are the sensitive strings Redact replaces, longest first;
+	// sensitiveVars the sensitive variables, by name (see sensitive.go).
+	secrets       []string
+	sensitiveVars map[string]bool
 }
 
 // Plugin is a plugin block: an external protocol binary whose protocol is
@@ -86,7 +91,7 @@ func (p *Plugin) Dir() string { return filepath.Dir(p.DeclRange.Filename) }
 type Target struct {
 	Name     string
 	Protocol string
-	Config   cty.Value // conforms to the protocol's TargetSpec
+	Config   cty.Value // conforms to the protocol's TargetSpec; plain (unmarked)
 	// Isolate runs a built-in protocol in its own process, through the
 	// plugin boundary (isolate = true). Only built-ins have it: a plugin's
 	// target runs in its plugin's process anyway, so the attribute is a
@@ -115,6 +120,10 @@ type Scenario struct {
 	// the bare requests, each bare request a flow of one step (Single).
 	Mix       []*Flow
 	DeclRange hcl.Range
+	// VUsRange is the attribute that sets how many VUs the scenario may
+	// run at once (vus, stages, max_vus, or the rate its default pool is
+	// sized for), for messages about them; DeclRange when none is set.
+	VUsRange hcl.Range
 }
 
 // SetupFlow is the name of a scenario's setup in the flow figures; no flow
@@ -349,6 +358,24 @@ type Condition struct {
 // Sink is a sink block, decoded with the sink type's schema.
 type Sink struct {
 	Type      string
-	Config    cty.Value
+	Config    cty.Value // plain: sensitive values are unmarked
 	DeclRange hcl.Range
+	// sensitive are the paths in Config of the values that were
+	// sensitive.
+	sensitive []cty.Path
+}
+
+// Sensitive reports whether a value of the attribute attr of the sink's
+// Config was sensitive, such as a tag set from env(): a sink that stores
+// it in clear refuses it.
+func (s *Sink) Sensitive(attr string) bool {
+	for _, p := range s.sensitive {
+		if len(p) == 0 {
+			continue
+		}
+		if step, ok := p[0].(cty.GetAttrStep); ok && step.Name == attr {
+			return true
+		}
+	}
+	return false
 }

@@ -78,7 +78,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	metricOK := false
 	metricAttr := attrs["metric"]
 	if attr := metricAttr; attr != nil {
-		t.Metric, metricOK, d = l.stringAttr(attr, thresholdWhere)
+		t.Metric, metricOK, d = l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if metricOK && t.Metric == "" {
 			metricOK = false
@@ -89,7 +89,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 
 	var scenario *Scenario
 	if attr := attrs["scenario"]; attr != nil {
-		name, ok, d := l.stringAttr(attr, thresholdWhere)
+		name, ok, d := l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if ok {
 			t.Scenario = name
@@ -102,7 +102,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		}
 	}
 	if attr := attrs["request"]; attr != nil {
-		name, ok, d := l.stringAttr(attr, thresholdWhere)
+		name, ok, d := l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if ok {
 			t.Request = name
@@ -114,7 +114,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	}
 	flowAttr := attrs["flow"]
 	if attr := flowAttr; attr != nil {
-		t.Flow, _, d = l.stringAttr(attr, thresholdWhere)
+		t.Flow, _, d = l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 	}
 	if metricOK && !diags.HasErrors() {
@@ -137,7 +137,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		}
 	}
 	if attr := attrs["condition"]; attr != nil {
-		text, ok, d := l.stringAttr(attr, thresholdWhere)
+		text, ok, d := l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if ok {
 			c, kind, err := parseCondition(text)
@@ -447,6 +447,43 @@ func parseFinite(s string) (float64, error) {
 // checkCondition checks that a condition makes sense for its metric, such as
 // no "rate" on latency and no durations on errors.
 func checkCondition(metric string, c Condition, kind valueKind) error {
+	if err := checkCompared(metric, c, kind); err != nil {
+		return err
+	}
+	if kind == valueNumber && comparesDuration(metric, c) {
+		return bareNumberError(c)
+	}
+	return nil
+}
+
+// comparesDuration reports whether c compares a duration on metric: every
+// aggregation of latency, and those of flow_duration and of the
+// protocols' metrics but rate and count.
+func comparesDuration(metric string, c Condition) bool {
+	switch metric {
+	case metricLatency:
+		return true
+	case metricFlowDuration:
+		return c.Aggregation != aggCount
+	case metricErrors, metricChecks, metricFlowFailures, metricRPS:
+		return false
+	}
+	return c.Aggregation != aggRate && c.Aggregation != aggCount
+}
+
+// bareNumberError refuses a number without a unit where a duration is
+// compared. A bare number is seconds in every duration attribute, but
+// conditions once read it as milliseconds: reading "p95 < 200" either way
+// would silently judge some files against a bound 1,000 times off.
+func bareNumberError(c Condition) error {
+	n := strconv.FormatFloat(c.Value, 'f', -1, 64)
+	return fmt.Errorf("%s compares a duration with %s, which has no unit; write %q for seconds or %q for milliseconds",
+		strconv.Quote(c.Text), n, c.Aggregation+" "+c.Op+" "+n+"s", c.Aggregation+" "+c.Op+" "+n+"ms")
+}
+
+// checkCompared checks c's aggregation against the metric, and the kind of
+// its value where the metric decides it.
+func checkCompared(metric string, c Condition, kind valueKind) error {
 	percentile := c.Percentile > 0
 	switch metric {
 	case metricLatency:
@@ -454,7 +491,7 @@ func checkCondition(metric string, c Condition, kind valueKind) error {
 			return fmt.Errorf("the latency metric takes a percentile such as p95, or mean, stdev, min or max, not %s", c.Aggregation)
 		}
 		if kind == valuePercent {
-			return fmt.Errorf("the latency metric is compared with a duration such as 200ms (or a number of milliseconds), not a percentage")
+			return fmt.Errorf("the latency metric is compared with a duration such as 200ms, not a percentage")
 		}
 	case metricErrors, metricChecks:
 		switch {
@@ -474,7 +511,7 @@ func checkCondition(metric string, c Condition, kind valueKind) error {
 		case c.Aggregation == aggCount && kind != valueNumber:
 			return fmt.Errorf("flow_duration count is the number of completed flows, compared with a number")
 		case c.Aggregation != aggCount && kind == valuePercent:
-			return fmt.Errorf("the flow_duration metric is compared with a duration such as 2s (or a number of milliseconds), not a percentage")
+			return fmt.Errorf("the flow_duration metric is compared with a duration such as 2s, not a percentage")
 		}
 	case metricFlowFailures:
 		switch {

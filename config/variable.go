@@ -24,6 +24,7 @@ var variableSchema = &hcl.BodySchema{
 		{Name: "default"},
 		{Name: "type"},
 		{Name: "description"},
+		{Name: "sensitive"},
 	},
 }
 
@@ -39,6 +40,7 @@ var variableTypes = map[string]cty.Type{
 func (l *loader) decodeVariables(blocks []*hcl.Block) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	l.variables = map[string]cty.Value{}
+	l.test.sensitiveVars = map[string]bool{}
 	declared := map[string]hcl.Range{}
 	for _, b := range blocks {
 		name := b.Labels[0]
@@ -81,10 +83,46 @@ func (l *loader) decodeVariables(blocks []*hcl.Block) hcl.Diagnostics {
 	return diags
 }
 
-// decodeVariable returns the value of one variable. On error it returns an
-// unknown value, so that uses of it do not report the same problem again.
+// decodeVariable returns the value of one variable, marked when it is
+// sensitive. On error it returns an unknown value, so that uses of it do
+// not report the same problem again.
 func (l *loader) decodeVariable(name string, b *hcl.Block) (cty.Value, hcl.Diagnostics) {
 	content, diags := b.Body.Content(variableSchema)
+	sensitive, sensitiveSet := false, false
+	if attr := content.Attributes["sensitive"]; attr != nil {
+		v, d := attr.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			if v.Type() != cty.Bool || v.IsNull() {
+				diags = append(diags, typeDiag(attr, fmt.Errorf("sensitive is true or false")))
+			} else {
+				sensitive, sensitiveSet = v.True(), true
+			}
+		}
+	}
+	v, from, d := l.variableValue(name, b, content, sensitive)
+	diags = append(diags, d...)
+	// A value from the environment is sensitive unless the variable says
+	// sensitive = false: the environment is where tokens are kept.
+	if sensitive || from == fromEnvironment && !sensitiveSet {
+		l.test.sensitiveVars[name] = true
+		l.secrets.addMarked(v.Mark(markSensitive))
+		v = v.Mark(markSensitive)
+	}
+	return v, diags
+}
+
+// Where a variable's value comes from.
+const (
+	fromDefault = iota
+	fromFlag
+	fromEnvironment
+)
+
+// variableValue returns the value of a variable and where it comes from.
+// sensitive keeps a refused value out of the message.
+func (l *loader) variableValue(name string, b *hcl.Block, content *hcl.BodyContent, sensitive bool) (cty.Value, int, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
 	ty := cty.DynamicPseudoType
 	if attr := content.Attributes["type"]; attr != nil {
 		kw := hcl.ExprAsKeyword(attr.Expr)
@@ -92,7 +130,7 @@ func (l *loader) decodeVariable(name string, b *hcl.Block) (cty.Value, hcl.Diagn
 		if !ok {
 			diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid variable type",
 				"The type of a variable is string, number or bool, written without quotes."))
-			return cty.DynamicVal, diags
+			return cty.DynamicVal, fromDefault, diags
 		}
 		ty = t
 	}
@@ -107,17 +145,17 @@ func (l *loader) decodeVariable(name string, b *hcl.Block) (cty.Value, hcl.Diagn
 	def, hasDefault := cty.NilVal, false
 	if attr := content.Attributes["default"]; attr != nil {
 		if d := checkStatic(attr.Expr.Variables(), variableWhere); d.HasErrors() {
-			return cty.DynamicVal, append(diags, d...)
+			return cty.DynamicVal, fromDefault, append(diags, d...)
 		}
 		v, d := attr.Expr.Value(l.varCtx)
 		diags = append(diags, d...)
 		if d.HasErrors() {
-			return cty.DynamicVal, diags
+			return cty.DynamicVal, fromDefault, diags
 		}
 		if ty != cty.DynamicPseudoType {
 			cv, err := convert.Convert(v, ty)
 			if err != nil {
-				return cty.DynamicVal, append(diags, typeDiag(attr, err))
+				return cty.DynamicVal, fromDefault, append(diags, typeDiag(attr, err))
 			}
 			v = cv
 		} else if v.Type().IsPrimitiveType() {
@@ -134,27 +172,34 @@ func (l *loader) decodeVariable(name string, b *hcl.Block) (cty.Value, hcl.Diagn
 	if s, ok := l.opts.Vars[name]; ok {
 		v, err := variableFromString(s, ty)
 		if err != nil {
-			return cty.DynamicVal, append(diags, errorDiag(b.DefRange, fmt.Sprintf("Invalid value for --var %s", name),
-				"Variable %q is a %s, but --var %s=%q is not: %s.", name, typeName(ty), name, s, err))
+			shown := fmt.Sprintf("=%q", s)
+			if sensitive {
+				shown = ", a sensitive value,"
+				l.secrets.add(s) // and from whatever else quotes it
+			}
+			return cty.DynamicVal, fromFlag, append(diags, errorDiag(b.DefRange, fmt.Sprintf("Invalid value for --var %s", name),
+				"Variable %q is a %s, but --var %s%s is not: %s.", name, typeName(ty), name, shown, err))
 		}
-		return v, diags
+		return v, fromFlag, diags
 	}
 	if l.opts.LookupEnv != nil {
 		if s, ok := l.opts.LookupEnv(envVarPrefix + name); ok {
 			v, err := variableFromString(s, ty)
 			if err != nil {
-				return cty.DynamicVal, append(diags, errorDiag(b.DefRange, fmt.Sprintf("Invalid value in %s%s", envVarPrefix, name),
-					"Variable %q is a %s, but the environment variable %s%s=%q is not: %s.", name, typeName(ty), envVarPrefix, name, s, err))
+				// Sensitive unless the variable says otherwise.
+				l.secrets.add(s)
+				return cty.DynamicVal, fromEnvironment, append(diags, errorDiag(b.DefRange, fmt.Sprintf("Invalid value in %s%s", envVarPrefix, name),
+					"Variable %q is a %s, but the value of the environment variable %s%s is not: %s.", name, typeName(ty), envVarPrefix, name, err))
 			}
-			return v, diags
+			return v, fromEnvironment, diags
 		}
 	}
 	if !hasDefault {
-		return cty.DynamicVal, append(diags, errorDiag(b.DefRange, fmt.Sprintf("No value for variable %q", name),
+		return cty.DynamicVal, fromDefault, append(diags, errorDiag(b.DefRange, fmt.Sprintf("No value for variable %q", name),
 			"Variable %q has no default. Set it with --var %s=VALUE or the environment variable %s%s, or add a default.",
 			name, name, envVarPrefix, name))
 	}
-	return def, diags
+	return def, fromDefault, diags
 }
 
 // variableFromString converts a --var or environment value to ty. A value

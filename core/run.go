@@ -48,6 +48,18 @@ type Options struct {
 type runState struct {
 	nextVU   atomic.Uint64
 	rawSinks []RawSink
+	// test redacts its sensitive values from messages; nil in tests that
+	// build a run without one.
+	test *config.Test
+}
+
+// redact hides the test's sensitive values in a text a server, a protocol
+// or a plugin wrote: a server may echo the token it was sent.
+func (s *runState) redact(text string) string {
+	if s == nil || s.test == nil || text == "" {
+		return text
+	}
+	return s.test.Redact(text)
 }
 
 // Run executes the test and returns its summary. The error reports a
@@ -128,7 +140,7 @@ func openRun(ctx context.Context, test *config.Test, opts Options) (*run, error)
 		opts:     opts,
 		interval: opts.Interval,
 		ctx:      ctx,
-		state:    &runState{rawSinks: rawSinks(opts.Sinks)},
+		state:    &runState{rawSinks: rawSinks(opts.Sinks), test: test},
 		agg:      metrics.NewAggregator(),
 		info:     metrics.RunInfo{RunID: uuid.NewString(), Version: opts.Version, Files: opts.Files, Variables: opts.Variables},
 	}

@@ -46,7 +46,19 @@ func (r *run) summarise() *metrics.Summary {
 	if r.sinkErr != nil {
 		noteSinkError(sum, r.sinkErr)
 	}
+	redactSummary(sum, r.state.redact)
 	return sum
+}
+
+// redactSummary hides the test's sensitive values in the texts of sum that
+// come from outside hload: a plugin's last words, a sink's error (which
+// may name a path read from env()). The calls' messages were redacted as
+// they came (vu.emit), and the warnings quote only those and names.
+func redactSummary(sum *metrics.Summary, redact func(string) string) {
+	sum.Failed = redact(sum.Failed)
+	for i := range sum.SinkErrors {
+		sum.SinkErrors[i] = redact(sum.SinkErrors[i])
+	}
 }
 
 func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scenarioRun, info metrics.RunInfo, end time.Time) *metrics.Summary {

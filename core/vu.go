@@ -248,6 +248,9 @@ func (v *vu) emit(s protocols.Sample) {
 		return // the run ended without this call; its summary is out
 	}
 	req := v.current
+	if s.Message != "" {
+		s.Message = v.sc.run.redact(s.Message)
+	}
 	if s.Metric != protocols.MetricRequest {
 		req.series.Record(s)
 		return

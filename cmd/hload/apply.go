@@ -85,6 +85,9 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	if err := core.CheckSegment(test, seg); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if err := checkLimits(test, seg, core.ReadMachine(), &common, stderr); err != nil {
+		return err
+	}
 
 	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: !colours(stdout, common.noColor, os.Getenv)})}
 	configured, err := newSinks(test, seg, stderr)
@@ -110,7 +113,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		Segment:   seg,
 		Version:   version,
 		Files:     files,
-		Variables: common.vars,
+		// The summary records the --var values: sensitive ones redacted.
+		Variables: test.RedactVariables(common.vars),
 		Stop:      stop,
 		Isolated:  plugins.isolated,
 	})
@@ -122,7 +126,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case runErr != nil:
-		return &exitError{code: exitRuntime, err: runErr}
+		// A plugin's last words may quote a sensitive value.
+		return &exitError{code: exitRuntime, err: errors.New(test.Redact(runErr.Error()))}
 	case sum.Interrupted:
 		return &exitError{code: exitInterrupted}
 	case !sum.Passed:
@@ -194,6 +199,11 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 		case "html":
 			sk, err = html.New(s.Config, core.Plan(test, seg))
 		case "influxdb":
+			if s.Sensitive("tags") {
+				// InfluxDB would store it in clear on every point.
+				return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: a value of tags is sensitive (from env(), HLOAD_VAR_ or a variable with sensitive = true), and InfluxDB would store it in clear on every point; "+
+					"tag with a value that is not secret, such as a variable with sensitive = false", s.DeclRange, s.Type)}
+			}
 			segTag := ""
 			if seg.Count > 1 {
 				segTag = seg.String()
@@ -212,11 +222,19 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(validateHelp, stdout, stderr)
-	var common commonFlags
+	var (
+		common  commonFlags
+		segment segmentFlags
+	)
 	common.register(fs)
+	segment.register(fs.FlagSet)
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
+	}
+	seg, err := segment.resolve()
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 	plugins := newPluginHost(context.Background())
 	defer plugins.killAll()
@@ -224,7 +242,13 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := newSinks(test, core.Segment{}, stderr); err != nil {
+	if err := core.CheckSegment(test, seg); err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	if err := checkLimits(test, seg, core.ReadMachine(), &common, stderr); err != nil {
+		return err
+	}
+	if _, err := newSinks(test, seg, stderr); err != nil {
 		return err
 	}
 	requests := 0

@@ -15,13 +15,15 @@ failed, or every call failed; 130: interrupted (Ctrl-C), stopped gracefully.`}
 var validateHelp = commandHelp{name: "validate", usage: "hload validate [flags] FILE...", about: `
 Check the test the files describe without sending any load: the files, their
 expressions, targets, requests, thresholds and sinks, with the code apply
-uses. Exit 0 and one line when it is valid; exit 2 and every mistake, with its
-file, line and column, when it is not.`}
+uses, and whether this machine can hold its VUs (memory, open files; with
+--segment, one share). Exit 0 and one line when it is valid; exit 2 and every
+mistake, with its file, line and column, when it is not.`}
 
 var planHelp = commandHelp{name: "plan", usage: "hload plan [flags] FILE...", about: `
 Print each scenario's schedule before anything runs: its executor and model,
 its duration, its VUs or rate over time, its planned iterations and its mix of
-requests and flows; for an open model, the VUs its peak rate needs.`}
+requests and flows; for an open model, the VUs its peak rate needs; then what
+the test needs of this machine at its peak, beside this machine's limits.`}
 
 var compareHelp = commandHelp{name: "compare", usage: "hload compare [flags] BASE.json NEW.json", about: `
 Set two runs' summary exports (apply --summary-export) side by side, per

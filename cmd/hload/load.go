@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcldec"
 
 	"github.com/hload/hload/config"
+	"github.com/hload/hload/core"
 	"github.com/hload/hload/protocols"
 	hloadamqp "github.com/hload/hload/protocols/amqp"
 	hloadhttp "github.com/hload/hload/protocols/http"
@@ -102,14 +104,7 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), pl
 		opt(&o)
 	}
 	test, diags := config.Load(files, o)
-	if len(diags) > 0 {
-		var parsed map[string]*hcl.File
-		if test != nil {
-			parsed = test.Files
-		}
-		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, colours(stderr, c.noColor, os.Getenv))
-		w.WriteDiagnostics(diags)
-	}
+	renderDiagnostics(test, diags, c, stderr)
 	if err := plugins.startError(); err != nil && diags.HasErrors() {
 		return nil, &exitError{code: exitRuntime, err: fmt.Errorf("%w\nnothing was run", err)}
 	}
@@ -120,14 +115,47 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), pl
 	return test, nil
 }
 
+// renderDiagnostics writes diags to stderr with file, line, column and a
+// snippet of each, from the files of test (which may be nil), with the
+// test's sensitive values redacted.
+func renderDiagnostics(test *config.Test, diags hcl.Diagnostics, c *commonFlags, stderr io.Writer) {
+	if len(diags) == 0 {
+		return
+	}
+	var parsed map[string]*hcl.File
+	if test != nil {
+		parsed = test.Files
+		diags = test.RedactDiagnostics(diags)
+	}
+	w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, colours(stderr, c.noColor, os.Getenv))
+	w.WriteDiagnostics(diags)
+}
+
+// checkLimits refuses, as a config error, a test that this machine cannot
+// run as segment seg: too many VUs for its memory or address space, or
+// connections for its open-file limit. core.CheckLimits decides, for
+// validate, plan and apply alike, before any load is sent.
+func checkLimits(test *config.Test, seg core.Segment, machine core.Machine, c *commonFlags, stderr io.Writer) error {
+	diags := core.CheckLimits(test, seg, machine)
+	if !diags.HasErrors() {
+		return nil
+	}
+	renderDiagnostics(test, diags, c, stderr)
+	return &exitError{code: exitUsage, err: fmt.Errorf("the test is too large for this machine%s; nothing was run", errorPlaces(diags))}
+}
+
 // errorPlaces lists where the first errors are, as file:line:col, which
 // editors and CI logs turn into links: ", at test.hcl:5:13".
 func errorPlaces(diags hcl.Diagnostics) string {
 	const shown = 3
 	var places []string
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError && d.Subject != nil {
-			places = append(places, fmt.Sprintf("%s:%d:%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column))
+		if d.Severity != hcl.DiagError || d.Subject == nil {
+			continue
+		}
+		place := fmt.Sprintf("%s:%d:%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		if !slices.Contains(places, place) { // several errors on one attribute
+			places = append(places, place)
 		}
 	}
 	switch {

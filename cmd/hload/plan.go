@@ -26,6 +26,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if latency <= 0 {
+		// Little's law with a latency of zero or less sizes no pool, or
+		// a negative one.
+		return &exitError{code: exitUsage, err: fmt.Errorf("--latency %s: the latency of an iteration must be longer than zero, such as --latency 250ms", latency)}
+	}
 	seg, err := segment.resolve()
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -39,13 +44,44 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err := core.CheckSegment(test, seg); err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	machine := core.ReadMachine()
+	if err := checkLimits(test, seg, machine, &common, stderr); err != nil {
+		return err
+	}
 	for i, p := range core.Plan(test, seg) {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
 		printPlan(stdout, p, latency)
 	}
+	fmt.Fprintln(stdout)
+	printNeed(stdout, core.Estimate(test, seg), machine)
 	return nil
+}
+
+// printNeed prints what the test is estimated to need at its peak, beside
+// the tightest limit of each kind this machine sets.
+func printNeed(w io.Writer, need core.Need, m core.Machine) {
+	fmt.Fprintf(w, "this machine: at its peak the test runs %d VUs at once\n", need.VUs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range []struct {
+		kind core.LimitKind
+		name string
+		need string
+	}{
+		{core.LimitMemory, "memory", fmt.Sprintf("about %s, at %s per VU", core.FormatBytes(need.Of(core.LimitMemory)), core.FormatBytes(core.MemoryPerVU))},
+		{core.LimitAddressSpace, "address space", fmt.Sprintf("about %s, at %s per VU", core.FormatBytes(need.Of(core.LimitAddressSpace)), core.FormatBytes(core.AddressPerVU))},
+		{core.LimitFiles, "open files", fmt.Sprintf("%d: %d connections and %d for hload", need.Of(core.LimitFiles), need.Connections, core.FilesReserve)},
+	} {
+		limit := "no limit set"
+		if l, ok := m.Tightest(k.kind); ok && k.kind == core.LimitFiles {
+			limit = fmt.Sprintf("%s: %d free", l.Name, l.Free())
+		} else if ok {
+			limit = fmt.Sprintf("%s: %s free", l.Name, core.FormatBytes(l.Free()))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", k.name, k.need, limit)
+	}
+	tw.Flush()
 }
 
 func printPlan(w io.Writer, p core.ScenarioPlan, latency time.Duration) {

@@ -82,7 +82,63 @@ func TestPlanListsFlows(t *testing.T) {
     flow order    target web, auth  weight 10  10.0 %  list (captures product) -> detail -> buy (on_failure continue); 50ms between steps
     flow browse   target web        weight 30  30.0 %  search -> results; uniform(10ms, 30ms) between steps
 `
-	if !strings.HasSuffix(r.stdout, want) {
+	// The schedule ends with the mix; what the test needs of the machine
+	// follows.
+	if !strings.Contains(r.stdout, want+"\nthis machine:") {
 		t.Errorf("plan ends:\n%s\nwant it to end:\n%s", r.stdout, want)
+	}
+}
+
+// TestPlanLatencyMustBePositive: --latency sizes the VU pool by Little's
+// law, so a latency of zero or less is refused, naming the flag, rather
+// than printing a pool of negative VUs.
+func TestPlanLatencyMustBePositive(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", `
+target "web" {
+  base_url = "http://127.0.0.1:1"
+}
+scenario "open" {
+  executor = "constant-arrival-rate"
+  rate     = 100
+  duration = "10s"
+  request "home" {
+    path = "/"
+  }
+}
+`)
+	for _, tt := range []struct {
+		latency string
+		code    int
+	}{
+		{"-5s", 2},
+		{"0s", 2},
+		{"250ms", 0},
+	} {
+		t.Run(tt.latency, func(t *testing.T) {
+			r := hload(t, dir, "plan", "--latency", tt.latency, "test.hcl")
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if tt.code == 0 {
+				if !strings.Contains(r.stdout, "at 250ms  25 VUs") {
+					t.Errorf("no pool sized for 250ms:\n%s", r.stdout)
+				}
+				// The estimate counts max_vus, by default the rate x 1 s.
+				for _, want := range []string{
+					"this machine: at its peak the test runs 100 VUs at once",
+					"about 2.0 MiB, at 20 KiB per VU",
+					"164: 100 connections and 64 for hload",
+				} {
+					if !strings.Contains(r.stdout, want) {
+						t.Errorf("plan does not say %q:\n%s", want, r.stdout)
+					}
+				}
+				return
+			}
+			if !strings.Contains(r.stderr, "--latency "+tt.latency+": the latency of an iteration must be longer than zero") || r.stdout != "" {
+				t.Errorf("stdout %q, stderr %q: want only the refusal, naming --latency", r.stdout, r.stderr)
+			}
+		})
 	}
 }

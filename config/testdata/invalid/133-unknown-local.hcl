@@ -1,0 +1,22 @@
+locals {
+  user = "u1"
+}
+locals {
+  prefix = "/api"
+  home   = local.hom
+  hom_page = "/"
+}
+
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1m"
+
+  request "home" {
+    path = local.home
+  }
+}

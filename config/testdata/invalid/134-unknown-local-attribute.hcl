@@ -1,0 +1,17 @@
+locals {
+  paths = { home = "/", search = "/search" }
+}
+
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "1m"
+
+  request "search" {
+    path = "${local.paths.serch}?q=${vu.id}"
+  }
+}

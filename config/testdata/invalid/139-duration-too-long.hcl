@@ -1,0 +1,13 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "browse" {
+  executor = "constant-vus"
+  vus      = 1
+  duration = "99999999999h"
+
+  request "home" {
+    path = "/"
+  }
+}

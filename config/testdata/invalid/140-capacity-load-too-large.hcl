@@ -1,0 +1,14 @@
+target "shop" {
+  base_url = "http://127.0.0.1:8080"
+}
+
+scenario "search" {
+  executor      = "capacity-search"
+  step_duration = "10s"
+  start_rate    = 100
+  max_rate      = 1e19
+
+  request "home" {
+    path = "/"
+  }
+}
