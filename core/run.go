@@ -24,6 +24,10 @@ type Options struct {
 	// the summary the sinks before it print. The CLI puts the console
 	// first, so that its summary names the other sinks' failures.
 	Sinks []Sink
+	// SinkNames name Sinks, by position, in messages, such as
+	// `test.hcl:21,1-11: sink "csv"`. A sink without a name is called by
+	// its position when it cannot start, and its errors go as they are.
+	SinkNames []string
 	// Interval between snapshots; 1s when zero.
 	Interval time.Duration
 	// Segment is this machine's share of the run; the zero value is all.
@@ -75,15 +79,13 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 		return nil, err
 	}
 	defer r.close()
-	if err := r.startSinks(); err != nil {
-		return nil, err
+	if none, err := r.startSinks(); err != nil {
+		return none, err
 	}
 	r.runScenarios()
 	r.drain()
 	sum := r.summarise()
-	err = r.closeSinks(sum)
-	r.addMergeable(sum)
-	return sum, err
+	return sum, r.closeSinks(sum)
 }
 
 // run is one run of a test through its lifecycle: open, start sinks, run
@@ -110,8 +112,8 @@ type run struct {
 	snapshots snapshotState
 
 	// How the run went, filled as it goes.
-	sinkErr     error // the first failed Write
-	failure     error // a client that failed the run
+	writeErrs   []error // by sink, the first failed Write, named
+	failure     error   // a client that failed the run
 	interrupted bool
 	aborted     string // the abort threshold that ended the run
 	end         time.Time
@@ -129,8 +131,11 @@ func openRun(ctx context.Context, test *config.Test, opts Options) (*run, error)
 		interval: opts.Interval,
 		ctx:      ctx,
 		state:    &runState{rawSinks: rawSinks(opts.Sinks)},
-		agg:      metrics.NewAggregator(),
-		info:     metrics.RunInfo{RunID: uuid.NewString(), Version: opts.Version, Files: opts.Files, Variables: opts.Variables},
+		// writeErrs: one per sink, so a sink's Close can replace what its
+		// Write said.
+		writeErrs: make([]error, len(opts.Sinks)),
+		agg:       metrics.NewAggregator(),
+		info:      metrics.RunInfo{RunID: uuid.NewString(), Version: opts.Version, Files: opts.Files, Variables: opts.Variables},
 	}
 	if r.interval <= 0 {
 		r.interval = time.Second
@@ -177,43 +182,97 @@ func (r *run) close() {
 	closeAll(r.clients)
 }
 
+// sinkName is what messages call sink i, or "" when the caller gave it
+// no name.
+func (r *run) sinkName(i int) string {
+	if i < len(r.opts.SinkNames) {
+		return r.opts.SinkNames[i]
+	}
+	return ""
+}
+
+// sinkError names sink i in err, when it has a name.
+func (r *run) sinkError(i int, err error) error {
+	if name := r.sinkName(i); name != "" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return err
+}
+
 // startSinks starts every sink. When one cannot start, the ones already
-// started (the console's header is out) end with a summary that says why
-// nothing ran.
-func (r *run) startSinks() error {
+// started are closed, last first as at the end of a run, with a summary
+// that says why nothing ran: the console's header is out, and a summary
+// export writes that summary. It returns that summary too.
+func (r *run) startSinks() (*metrics.Summary, error) {
 	r.info.Started = time.Now()
 	for i, s := range r.opts.Sinks {
 		if err := s.Start(r.ctx, r.info); err != nil {
-			err = fmt.Errorf("sink %d could not start: %w", i+1, err)
-			none := metrics.Summary{HloadVersion: r.info.Version, RunID: r.info.RunID, Started: r.info.Started,
-				Ended: time.Now(), Failed: err.Error()}
-			for _, started := range r.opts.Sinks[:i] {
-				started.Close(none)
+			name := r.sinkName(i)
+			if name == "" {
+				name = fmt.Sprintf("sink %d", i+1)
 			}
-			return err
+			err = fmt.Errorf("%s could not start: %w", name, err)
+			none := &metrics.Summary{HloadVersion: r.info.Version, RunID: r.info.RunID, Started: r.info.Started,
+				Ended: time.Now(), Files: r.info.Files, Variables: r.info.Variables, Failed: err.Error()}
+			for j := i - 1; j >= 0; j-- {
+				if cerr := r.opts.Sinks[j].Close(*none); cerr != nil {
+					cerr = r.sinkError(j, cerr)
+					err = errors.Join(err, cerr)
+					noteSinkError(none, cerr)
+				}
+			}
+			return none, err
 		}
 	}
 	r.snapshots.start(r)
-	return nil
+	return nil, nil
+}
+
+// sinkWrote keeps the first error of sink i's Writes. The run goes on, and
+// the next snapshot warns; the summary will not pass.
+func (r *run) sinkWrote(i int, err error) {
+	if err != nil && r.writeErrs[i] == nil {
+		r.writeErrs[i] = r.sinkError(i, err)
+	}
 }
 
 // closeSinks closes the sinks in reverse order. A sink that fails is added
 // to the summary, which then does not pass, before the next sink gets it;
-// so the summary JSON and the console agree with the exit code.
+// so the summary JSON and the console agree with the exit code. A sink's
+// Close error, which says what its failure cost, replaces the error its
+// Write returned.
 func (r *run) closeSinks(sum *metrics.Summary) error {
-	var errs []error
-	if r.sinkErr != nil {
-		errs = append(errs, r.sinkErr)
+	errs := make([]error, len(r.opts.Sinks))
+	copy(errs, r.writeErrs)
+	mergeable, err := r.mergeable()
+	if err != nil {
+		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the summary export carries no mergeable figures: %v", err))
 	}
+	defer func() { sum.Mergeable = mergeable }()
 	for i := len(r.opts.Sinks) - 1; i >= 0; i-- {
-		if err := r.opts.Sinks[i].Close(*sum); err != nil {
-			errs = append(errs, err)
-			noteSinkError(sum, err)
+		s := r.opts.Sinks[i]
+		given := *sum
+		if _, ok := s.(Exporter); ok {
+			given.Mergeable = mergeable
 		}
+		err := s.Close(given)
+		if w, ok := s.(Warner); ok {
+			sum.Warnings = append(sum.Warnings, w.Warnings()...)
+		}
+		if err == nil {
+			continue
+		}
+		err = r.sinkError(i, err)
+		if before := r.writeErrs[i]; before != nil {
+			// A copy: the sinks closed before hold this slice.
+			sum.SinkErrors = slices.DeleteFunc(slices.Clone(sum.SinkErrors), func(m string) bool { return m == before.Error() })
+		}
+		errs[i] = err
+		noteSinkError(sum, err)
 	}
 	var runErr error
-	if len(errs) > 0 {
-		runErr = fmt.Errorf("sink failed: %w", errors.Join(errs...))
+	if err := errors.Join(errs...); err != nil {
+		runErr = fmt.Errorf("sink failed: %w", err)
 	}
 	if r.failure != nil {
 		runErr = errors.Join(fmt.Errorf("the run failed: %w", r.failure), runErr)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -15,8 +16,10 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/internal/outfile"
 	"github.com/hload/hload/sinks/console"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/export"
 	"github.com/hload/hload/sinks/html"
 	"github.com/hload/hload/sinks/influxdb"
 	"github.com/hload/hload/sinks/series"
@@ -49,6 +52,18 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if summaryExport != "" && summaryExport != "-" {
+		// Before the config, which may start plugins, and long before the
+		// load: a typo in the folder is found now, not after the run.
+		if err := outfile.Check(summaryExport); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--summary-export: %w", err)}
+		}
+	}
+	// A reader of stdout that goes away (`hload apply ... | head -1`)
+	// must not kill the run: with SIGPIPE notified, a write to the closed
+	// pipe fails with EPIPE instead, which the console ignores. The
+	// channel is never read; Notify does not block on it.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
 	// The first signal stops the run gracefully; the second cancels calls
 	// in flight at once. Either way sinks are flushed and the summary
@@ -88,15 +103,20 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 
-	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)})}
 	configured, err := newSinks(test, seg, stderr)
 	if err != nil {
 		return err
 	}
-	sinks = append(sinks, configured...)
+	// The console first, so it is closed last and its summary names every
+	// other sink's failure; the export next, so the file holds that
+	// summary and its own failure comes before the console's verdict.
+	sinks := configured.prepend(console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)}), "the console")
 	// The export carries the per-interval series, for `hload report`.
 	collector := series.New(core.Plan(test, seg))
-	sinks = append(sinks, collector)
+	if summaryExport != "" && summaryExport != "-" {
+		sinks = sinks.insert(1, export.New(summaryExport, collector.Series), "--summary-export")
+	}
+	sinks.add(collector, "")
 
 	if !barrier.time.IsZero() {
 		if err := barrier.late(time.Now()); err != nil {
@@ -108,7 +128,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	}
 	sum, runErr := core.Run(ctx, test, core.Options{
 		Protocols: plugins.protocols(),
-		Sinks:     sinks,
+		Sinks:     sinks.sinks,
+		SinkNames: sinks.names,
 		Segment:   seg,
 		Version:   version,
 		Files:     files,
@@ -116,7 +137,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		Stop:      stop,
 		Isolated:  plugins.isolated,
 	})
-	if sum != nil && summaryExport != "" {
+	if sum != nil && summaryExport == "-" {
+		// After the console's summary, as the last line of stdout.
 		sum.Series = collector.Series()
 		if err := writeSummaryExport(summaryExport, sum, stdout); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("--summary-export: %w", err))
@@ -182,11 +204,30 @@ func writeJSON(path string, v any) error {
 // validateOnly is the DemoURL for commands that must not start anything.
 func validateOnly() (string, error) { return "http://127.0.0.1:0", nil }
 
-// newSinks builds the test's sink blocks, without starting them: validate
-// builds them too, so a bad setting is found before a run. The console
-// sink is the caller's.
-func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sink, error) {
-	var sinks []core.Sink
+// sinkList is the sinks of a run, in order, with the names messages call
+// them by.
+type sinkList struct {
+	sinks []core.Sink
+	names []string
+}
+
+func (l *sinkList) add(s core.Sink, name string) {
+	l.sinks = append(l.sinks, s)
+	l.names = append(l.names, name)
+}
+
+func (l sinkList) insert(i int, s core.Sink, name string) sinkList {
+	return sinkList{slices.Insert(l.sinks, i, s), slices.Insert(l.names, i, name)}
+}
+
+func (l sinkList) prepend(s core.Sink, name string) sinkList { return l.insert(0, s, name) }
+
+// newSinks builds the test's sink blocks, without starting them, and
+// checks the files they will write: validate builds them too, so a bad
+// setting or a folder that does not exist is found before a run. The
+// console sink is the caller's. Each is named by its type and block.
+func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) (sinkList, error) {
+	var sinks sinkList
 	for _, s := range test.Sinks {
 		var sk core.Sink
 		var err error
@@ -204,12 +245,34 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 		default:
 			continue // config knows no other type
 		}
-		if err != nil {
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
+		if err == nil {
+			err = checkOutputs(sk)
 		}
-		sinks = append(sinks, sk)
+		name := fmt.Sprintf("%s: sink %q", s.DeclRange, s.Type)
+		if err != nil {
+			return sinkList{}, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", name, err)}
+		}
+		sinks.add(sk, name)
 	}
 	return sinks, nil
+}
+
+// checkOutputs checks the files a sink will write (Path, and a CSV
+// sink's RawPath), without creating them.
+func checkOutputs(sk core.Sink) error {
+	var paths []string
+	if p, ok := sk.(interface{ Path() string }); ok {
+		paths = append(paths, p.Path())
+	}
+	if p, ok := sk.(interface{ RawPath() string }); ok && p.RawPath() != "" {
+		paths = append(paths, p.RawPath())
+	}
+	for _, p := range paths {
+		if err := outfile.Check(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
