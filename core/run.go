@@ -41,6 +41,9 @@ type Options struct {
 	// closes it on the first SIGINT. Cancelling Run's ctx instead cancels
 	// in-flight calls at once.
 	Stop <-chan struct{}
+	// Interrupter, when set, gives an interrupt after the load its
+	// meaning: the sinks stop waiting, and the run counts as interrupted.
+	Interrupter *Interrupter
 	// Isolated returns the protocol of a target with isolate = true: its
 	// built-in protocol run in its own process. The CLI starts hload
 	// itself as the plugin; core knows nothing of processes. Nil makes an
@@ -83,6 +86,7 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 		return none, err
 	}
 	r.runScenarios()
+	r.abandon = r.opts.Interrupter.loadEnded()
 	r.drain()
 	sum := r.summarise()
 	return sum, r.closeSinks(sum)
@@ -115,8 +119,10 @@ type run struct {
 	writeErrs   []error // by sink, the first failed Write, named
 	failure     error   // a client that failed the run
 	interrupted bool
-	aborted     string // the abort threshold that ended the run
-	end         time.Time
+	// abandon is closed when the user interrupts the end of the run.
+	abandon <-chan struct{}
+	aborted string // the abort threshold that ended the run
+	end     time.Time
 }
 
 // openRun opens one client per target in use and binds every scenario's
@@ -249,8 +255,18 @@ func (r *run) closeSinks(sum *metrics.Summary) error {
 		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the summary export carries no mergeable figures: %v", err))
 	}
 	defer func() { sum.Mergeable = mergeable }()
+	abandoned, stopWatching := r.watchAbandon()
+	defer stopWatching()
+	defer func() {
+		if abandoned() {
+			sum.Interrupted = true
+		}
+	}()
 	for i := len(r.opts.Sinks) - 1; i >= 0; i-- {
 		s := r.opts.Sinks[i]
+		if abandoned() {
+			sum.Interrupted = true // for the console's verdict
+		}
 		given := *sum
 		if _, ok := s.(Exporter); ok {
 			given.Mergeable = mergeable
@@ -278,6 +294,28 @@ func (r *run) closeSinks(sum *metrics.Summary) error {
 		runErr = errors.Join(fmt.Errorf("the run failed: %w", r.failure), runErr)
 	}
 	return runErr
+}
+
+// watchAbandon has the sinks that can give up waiting do so when the user
+// interrupts the end of the run. abandoned says whether that happened;
+// stop ends the watching.
+func (r *run) watchAbandon() (abandoned func() bool, stop func()) {
+	var flag atomic.Bool
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-r.abandon:
+		case <-quit:
+			return
+		}
+		flag.Store(true)
+		for _, s := range r.opts.Sinks {
+			if a, ok := s.(Abandoner); ok {
+				a.Abandon()
+			}
+		}
+	}()
+	return flag.Load, func() { close(quit) }
 }
 
 // noteSinkError adds a sink's failure to the summary, which then does not

@@ -37,3 +37,12 @@ type Warner interface {
 type Exporter interface {
 	ExportsMergeable()
 }
+
+// Abandoner is an optional ability of a Sink whose Close may wait, for a
+// network say: Abandon makes a Close in progress, or to come, stop waiting
+// at once and count what it still holds as lost, as a warning. The run
+// calls it, concurrently with Close, when the user interrupts the end of
+// the run (see Interrupter).
+type Abandoner interface {
+	Abandon()
+}

@@ -65,27 +65,27 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	// channel is never read; Notify does not block on it.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
-	// The first signal stops the run gracefully; the second cancels calls
-	// in flight at once. Either way sinks are flushed and the summary
-	// printed.
+	// Each signal means what core.Interrupter says where the run is: the
+	// first stops it gracefully, the second cancels the calls in flight,
+	// and one after the load ends the wait for the sinks' flush. Either
+	// way the summary is printed.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop := make(chan struct{})
+	interrupts := core.NewInterrupter(cancel)
+	stop := interrupts.Stop()
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	applied := make(chan struct{})
+	defer close(applied)
 	go func() {
-		select {
-		case <-signals:
-		case <-ctx.Done():
-			return
-		}
-		fmt.Fprintln(stderr, "\nhload: stopping gracefully; press Ctrl-C again to cancel requests in flight")
-		close(stop)
-		select {
-		case <-signals:
-			cancel()
-		case <-ctx.Done():
+		for {
+			select {
+			case <-signals:
+			case <-applied:
+				return
+			}
+			fmt.Fprintln(stderr, "\nhload: "+interrupts.Interrupt())
 		}
 	}()
 
@@ -127,15 +127,16 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	sum, runErr := core.Run(ctx, test, core.Options{
-		Protocols: plugins.protocols(),
-		Sinks:     sinks.sinks,
-		SinkNames: sinks.names,
-		Segment:   seg,
-		Version:   version,
-		Files:     files,
-		Variables: common.vars,
-		Stop:      stop,
-		Isolated:  plugins.isolated,
+		Protocols:   plugins.protocols(),
+		Sinks:       sinks.sinks,
+		SinkNames:   sinks.names,
+		Segment:     seg,
+		Version:     version,
+		Files:       files,
+		Variables:   common.vars,
+		Stop:        stop,
+		Interrupter: interrupts,
+		Isolated:    plugins.isolated,
 	})
 	if sum != nil && summaryExport == "-" {
 		// After the console's summary, as the last line of stdout.
