@@ -88,6 +88,7 @@ func Run(ctx context.Context, test *config.Test, opts Options) (*metrics.Summary
 	r.runScenarios()
 	r.abandon = r.opts.Interrupter.loadEnded()
 	r.drain()
+	r.closeClients()
 	sum := r.summarise()
 	return sum, r.closeSinks(sum)
 }
@@ -104,14 +105,16 @@ type run struct {
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 
-	state        *runState
-	clients      map[string]protocols.Client
-	failures     <-chan error
-	stopWatching func()
-	gaugers      []protocols.Gauger
-	agg          *metrics.Aggregator
-	scenarios    []*scenarioRun
-	info         metrics.RunInfo
+	state   *runState
+	clients map[string]protocols.Client
+	// clientsClosed: closeClients has run.
+	clientsClosed bool
+	failures      <-chan error
+	stopWatching  func()
+	gaugers       []protocols.Gauger
+	agg           *metrics.Aggregator
+	scenarios     []*scenarioRun
+	info          metrics.RunInfo
 
 	snapshots snapshotState
 
@@ -181,11 +184,32 @@ func rawSinks(sinks []Sink) []RawSink {
 	return out
 }
 
-// close cancels what is left of the run and closes the clients.
+// closeClients closes the clients, and takes in a failure that came
+// until they were closed: a plugin that stops answering after its last
+// call, in the drain or in its Close, fails the run as one that stops
+// during the load. A plugin's Close is bounded in time. Safe to call
+// twice.
+func (r *run) closeClients() {
+	if r.clientsClosed {
+		return
+	}
+	r.clientsClosed = true
+	r.cancelRun()
+	closeAll(r.clients)
+	r.stopWatching()
+	if r.failure == nil {
+		select {
+		case r.failure = <-r.failures:
+		default:
+		}
+	}
+}
+
+// close cancels what is left of the run and closes the clients, on every
+// path out of Run.
 func (r *run) close() {
 	r.cancelRun()
-	r.stopWatching()
-	closeAll(r.clients)
+	r.closeClients()
 }
 
 // sinkName is what messages call sink i, or "" when the caller gave it

@@ -349,6 +349,12 @@ func (p *Plugin) ValidateRequest(request cty.Value) (string, error) {
 // left behind. It is safe to call more than once.
 func (p *Plugin) Kill() {
 	p.killOnce.Do(func() {
+		if p.remote != nil && p.remote.Hung() && p.cmd.Process != nil {
+			// It stopped responding: asking it to shut down would only
+			// wait out killGrace. Killed first, it breaks its connection,
+			// and go-plugin's Kill below finishes at once.
+			p.cmd.Process.Kill()
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
