@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -134,4 +137,57 @@ func TestFrozenPlugin(t *testing.T) {
 				req.Count, req.Errors, req.ErrorsByKind, strings.TrimSpace(r.stderr))
 		})
 	}
+}
+
+// socketsIn lists the unix sockets in dir.
+func socketsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket != 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestKilledPluginLeavesNoSocket: the plugin makes its unix socket in the
+// temporary folder (TMPDIR, a folder of the test's own here), and a
+// plugin killed mid-run (SIGKILL) cannot remove it; hload does. Counted
+// before the run, while it runs, and after.
+func TestKilledPluginLeavesNoSocket(t *testing.T) {
+	requirePlugins(t)
+	tmp := t.TempDir()
+	bin, sum := pluginCopy(t, "echo")
+	echo := startEchoServer(t)
+	dir := t.TempDir()
+	writeFile(t, dir, "test.hcl", frozenTest(bin, sum, echo.addr, "30s", ""))
+	before := socketsIn(t, tmp)
+	cmd := exec.Command(hloadBin, "apply", "--quiet", "test.hcl")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(pluginLimit, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	pid := waitForProcess(t, bin, 10*time.Second)
+	time.Sleep(time.Second)
+	during := socketsIn(t, tmp)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := wait(t, cmd, &stdout, &stderr)
+	checkFailure(t, r, bin, `plugin "echo" exited`)
+	after := socketsIn(t, tmp)
+	if len(during) != len(before)+1 || len(after) != len(before) {
+		t.Errorf("sockets in TMPDIR: %q before the run, %q during it, %q after", before, during, after)
+	}
+	t.Logf("sockets in TMPDIR: %d before, %d during, %d after", len(before), len(during), len(after))
 }
