@@ -287,28 +287,12 @@ func (r *run) closeSinks(sum *metrics.Summary) error {
 		}
 	}()
 	for i := len(r.opts.Sinks) - 1; i >= 0; i-- {
-		s := r.opts.Sinks[i]
 		if abandoned() {
 			sum.Interrupted = true // for the console's verdict
 		}
-		given := *sum
-		if _, ok := s.(Exporter); ok {
-			given.Mergeable = mergeable
+		if err := r.closeSink(i, sum, mergeable); err != nil {
+			errs[i] = err
 		}
-		err := s.Close(given)
-		if w, ok := s.(Warner); ok {
-			sum.Warnings = append(sum.Warnings, w.Warnings()...)
-		}
-		if err == nil {
-			continue
-		}
-		err = r.sinkError(i, err)
-		if before := r.writeErrs[i]; before != nil {
-			// A copy: the sinks closed before hold this slice.
-			sum.SinkErrors = slices.DeleteFunc(slices.Clone(sum.SinkErrors), func(m string) bool { return m == before.Error() })
-		}
-		errs[i] = err
-		noteSinkError(sum, err)
 	}
 	var runErr error
 	if err := errors.Join(errs...); err != nil {
@@ -318,6 +302,31 @@ func (r *run) closeSinks(sum *metrics.Summary) error {
 		runErr = errors.Join(fmt.Errorf("the run failed: %w", r.failure), runErr)
 	}
 	return runErr
+}
+
+// closeSink closes sink i with the summary as it stands, and adds what
+// the sink says to it: its warnings, its failure, named, in place of what
+// its Write said. It returns that failure.
+func (r *run) closeSink(i int, sum *metrics.Summary, mergeable *metrics.Mergeable) error {
+	s := r.opts.Sinks[i]
+	given := *sum
+	if _, ok := s.(Exporter); ok {
+		given.Mergeable = mergeable
+	}
+	err := s.Close(given)
+	if w, ok := s.(Warner); ok {
+		sum.Warnings = append(sum.Warnings, w.Warnings()...)
+	}
+	if err == nil {
+		return nil
+	}
+	err = r.sinkError(i, err)
+	if before := r.writeErrs[i]; before != nil {
+		// A copy: the sinks closed before hold this slice.
+		sum.SinkErrors = slices.DeleteFunc(slices.Clone(sum.SinkErrors), func(m string) bool { return m == before.Error() })
+	}
+	noteSinkError(sum, err)
+	return err
 }
 
 // watchAbandon has the sinks that can give up waiting do so when the user
