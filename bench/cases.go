@@ -200,6 +200,52 @@ scenario "s" {
 }
 `
 
+// bigBodySize is the length of each body of the big-body case: 200 MB.
+const bigBodySize = 200 << 20
+
+// hloadBigBodyTest has one VU GET 200 MB bodies, which hload reads off
+// the connection and drops; hloadBigBodyCheckedTest also checks each for
+// the "THE END" the server writes last, and fails the run (exit 99) unless
+// every check held.
+const hloadBigBodyTest = `variable "base_url" {}
+variable "echo_address" {}
+variable "isolate" {}
+variable "vus" {}
+variable "duration" {}
+
+target "server" {
+  protocol = "http"
+  base_url = var.base_url
+  isolate  = var.isolate
+  timeout  = "5m"
+}
+
+scenario "s" {
+  executor = "constant-vus"
+  vus      = var.vus
+  duration = var.duration
+
+  request "r" {
+    path  = "/big"
+    query = { size = "209715200" }
+  }
+}
+`
+
+var hloadBigBodyCheckedTest = strings.Replace(hloadBigBodyTest, `    query = { size = "209715200" }
+  }
+`, `    query = { size = "209715200" }
+    check {
+      body_contains = "THE END"
+    }
+  }
+}
+
+threshold {
+  metric    = "checks"
+  condition = "count == 0"
+`, 1)
+
 // testFiles are the files buildHload writes beside hload.
 var testFiles = map[string]string{
 	"get.hcl":          hloadGetTest,
@@ -209,6 +255,8 @@ var testFiles = map[string]string{
 	"open.hcl":         hloadOpenTest,
 	"idle.hcl":         hloadIdleTest,
 	"echo.hcl":         hloadEchoTest,
+	"big.hcl":          hloadBigBodyTest,
+	"big-checked.hcl":  hloadBigBodyCheckedTest,
 	"users.csv":        usersCSV,
 	"post-body.json":   postBody,
 	"post.lua": `wrk.method = "POST"
@@ -322,7 +370,24 @@ func cases() []*benchCase {
 		echo,
 	}}
 
-	all := []*benchCase{get, post, dynamic, open(2000), open(10000), idle, plugin}
+	big := &benchCase{name: "big-body", about: "one VU reading 200 MB bodies, unchecked and with body_contains: time per call and peak RSS"}
+	for _, name := range []string{"hload-big-body", "hload-big-body-checked"} {
+		file := "big.hcl"
+		if strings.HasSuffix(name, "checked") {
+			file = "big-checked.hcl"
+		}
+		t := hloadTool(name, file, false, "")
+		t.vus = 1
+		base := t.args
+		t.args = func(r toolRun) []string {
+			r.connections = 1
+			return base(r)
+		}
+		big.tools = append(big.tools, t)
+	}
+	big.tools[1].note = "body_contains looks for the last 7 bytes of each body; the run fails unless every check held"
+
+	all := []*benchCase{get, post, dynamic, open(2000), open(10000), idle, plugin, big}
 	for _, c := range all {
 		for _, t := range c.tools {
 			t.caseName = c.name

@@ -18,8 +18,9 @@
 // (post-dynamic), the open model at 2,000 and 10,000 requests/s against
 // vegeta -rate (open-2000, open-10000), 2,000 and 10,000 VUs waiting on
 // the slow path (idle-vus), and the dynamic POST through a plugin process
-// with the external echo plugin (plugin). bench/README.md says what each
-// measures and why.
+// with the external echo plugin (plugin), and one VU reading 200 MB
+// bodies, unchecked and with body_contains (big-body). bench/README.md
+// says what each measures and why.
 //
 // It prints a table per case per round, each tool's medians, and the goals
 // of docs/performance.md, each marked "meets" or "below". A missing tool

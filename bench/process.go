@@ -22,6 +22,28 @@ import (
 // body is what the target server answers every request with.
 var body = bytes.Repeat([]byte("x"), 60)
 
+// bigFiller is what /big's bodies are made of, and bigEnd how they end:
+// the big-body case's check looks for bigEnd, at the very end.
+var (
+	bigFiller = bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	bigEnd    = []byte("THE END")
+)
+
+// serveBig answers /big?size=N: N bytes of filler that end with bigEnd,
+// written from one buffer, with a Content-Length.
+func serveBig(w http.ResponseWriter, size int64) {
+	size = max(size, int64(len(bigEnd)))
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	for rest := size - int64(len(bigEnd)); rest > 0; {
+		n := min(rest, int64(len(bigFiller)))
+		if _, err := w.Write(bigFiller[:n]); err != nil {
+			return
+		}
+		rest -= n
+	}
+	w.Write(bigEnd)
+}
+
 // countPath is where the target server tells how many requests it has
 // answered and how many echo connections it has served, as "HTTP ECHO":
 // counts hload did not write, to check its own against.
@@ -30,6 +52,7 @@ const countPath = "/__count"
 // serve is the target server: this binary run again with -serve. It
 // answers every request on a loopback port with the 60-byte body, after
 // sleeping ms milliseconds when the path is /slow?ms=N (the idle-VU case),
+// or with N bytes ending with "THE END" when it is /big?size=N,
 // and echoes every byte on a second port (the echo plugin's case). It
 // prints both addresses on one line on stdout and exits when stdin
 // closes, that is when the harness stops it or dies.
@@ -50,6 +73,11 @@ func serve(stdin io.Reader, stdout io.Writer) error {
 				return
 			}
 			requests.Add(1)
+			if r.URL.Path == "/big" {
+				size, _ := strconv.ParseInt(r.URL.Query().Get("size"), 10, 64)
+				serveBig(w, size)
+				return
+			}
 			if r.URL.Path == "/slow" {
 				ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 				select {

@@ -239,7 +239,14 @@ func ratios(meds []result, pinned bool) []ratio {
 		)
 	}
 	out = append(out, idleSlope(by, without),
-		of("plugin", "hload dynamic POST isolated vs in-process requests/s", 0.8, false, "hload-post-dynamic-isolated", "hload-post-dynamic", rps))
+		of("plugin", "hload dynamic POST isolated vs in-process requests/s", 0.8, false, "hload-post-dynamic-isolated", "hload-post-dynamic", rps),
+		// One VU: the time per call is 1 / requests/s, so the unchecked
+		// run's rate over the checked one's is the checked call's time
+		// over the unchecked one's.
+		of("big-body", "hload time per call of a 200 MB body, body_contains vs unchecked", 1.3, true, "hload-big-body", "hload-big-body-checked", rps),
+		figure("big-body", "hload peak RSS, body_contains on 200 MB bodies", "MB", 64, "hload-big-body-checked", func(r result) (float64, bool) {
+			return r.PeakRSSMB, r.PeakRSSMB > 0
+		}))
 	// Only the goals of the cases that ran.
 	ran := map[string]bool{}
 	for _, m := range meds {

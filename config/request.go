@@ -3,8 +3,11 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
@@ -26,6 +29,7 @@ const (
 	requestLet       = "let"
 	requestDelivery  = "delivery"
 	requestOnFailure = "on_failure"
+	requestMaxBody   = "max_body"
 )
 
 // The values of on_failure: what a flow does when this step fails.
@@ -50,6 +54,7 @@ const requestWhere = "This request attribute"
 var requestCoreSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: requestTarget}, {Name: requestWeight}, {Name: requestLet}, {Name: requestDelivery}, {Name: requestOnFailure},
+		{Name: requestMaxBody},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: blockCheck}, {Type: blockCapture}},
 }
@@ -216,6 +221,17 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 	if attr := content.Attributes[requestOnFailure]; attr != nil {
 		diags = append(diags, l.decodeOnFailure(r, attr)...)
 	}
+	r.MaxBody = DefaultMaxBody
+	if entry != nil && entry.target.MaxBody > 0 {
+		r.MaxBody = entry.target.MaxBody
+	}
+	if attr := content.Attributes[requestMaxBody]; attr != nil {
+		n, ok, d := l.byteSizeAttr(attr, requestWhere)
+		diags = append(diags, d...)
+		if ok {
+			r.MaxBody = n
+		}
+	}
 	for _, cb := range content.Blocks {
 		if cb.Type != blockCheck {
 			continue
@@ -238,6 +254,72 @@ func (l *loader) decodeRequest(scenario string, b *hcl.Block, def scenarioTarget
 		}
 	}
 	return r, diags
+}
+
+// DefaultMaxBody is the most of a response body kept for the captures
+// that read it (json, regex) when neither the request nor its target sets
+// max_body: 1 MiB holds the JSON or HTML a journey captures from, and
+// bounds what a VU holds while it reads a body.
+const DefaultMaxBody = 1 << 20
+
+// maxMaxBody bounds max_body: a body kept whole above it belongs in no
+// load test's memory, times its VUs.
+const maxMaxBody = 1 << 30
+
+// byteSizeAttr evaluates a static size in bytes: a whole number of
+// bytes, or a string with a unit, such as "512KiB" or "4MiB" (KiB, MiB
+// and GiB count in 1024s; kB, MB and GB in 1000s), from 1 byte to 1 GiB.
+func (l *loader) byteSizeAttr(attr *hcl.Attribute, where string) (int64, bool, hcl.Diagnostics) {
+	v, diags := l.evalStatic(attr.Expr, where)
+	if diags.HasErrors() || !v.IsWhollyKnown() || v.IsNull() {
+		return 0, false, diags
+	}
+	n, err := byteSize(v)
+	if err != nil {
+		return 0, false, append(diags, errorDiag(attr.Expr.Range(), "Invalid "+attr.Name,
+			"%s is a size in bytes, such as 1048576, \"512KiB\" or \"4MiB\", from 1 byte to 1GiB: %s.", attr.Name, err))
+	}
+	return n, true, diags
+}
+
+// byteUnits are the units of a size, lower-cased.
+var byteUnits = map[string]float64{
+	"": 1, "b": 1,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9,
+}
+
+// byteSize reads a size: a number of bytes, or a string of a number and
+// a unit.
+func byteSize(v cty.Value) (int64, error) {
+	var f float64
+	switch v.Type() {
+	case cty.Number:
+		f, _ = v.AsBigFloat().Float64()
+		if n, whole := wholeNumber(v); !whole {
+			return 0, fmt.Errorf("got %s, which is not a whole number of bytes", numberString(v))
+		} else if n < 1 || n > maxMaxBody {
+			return 0, fmt.Errorf("got %s", numberString(v))
+		}
+		return int64(f), nil
+	case cty.String:
+		s := strings.TrimSpace(v.AsString())
+		i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if i < 0 {
+			i = len(s)
+		}
+		unit, ok := byteUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
+		num, err := strconv.ParseFloat(s[:i], 64)
+		if !ok || err != nil || s[:i] == "" {
+			return 0, fmt.Errorf("got %q; write a number and one of the units B, KiB, MiB, GiB, kB, MB, GB", v.AsString())
+		}
+		f = math.Floor(num * unit)
+		if f < 1 || f > maxMaxBody {
+			return 0, fmt.Errorf("got %q", v.AsString())
+		}
+		return int64(f), nil
+	}
+	return 0, fmt.Errorf("got %s", friendlyValue(v))
 }
 
 // stepWeightDiag returns a diagnostic when a step of a setup or a flow

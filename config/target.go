@@ -19,7 +19,7 @@ const targetWhere = "A target block"
 // targetSchema holds the attribute every target has; the protocol's
 // TargetSpec decodes the rest.
 var targetSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "protocol"}, {Name: "isolate"}},
+	Attributes: []hcl.AttributeSchema{{Name: "protocol"}, {Name: "isolate"}, {Name: requestMaxBody}},
 }
 
 // targetEntry is a declared target, kept for resolving request targets.
@@ -56,6 +56,11 @@ func (l *loader) decodeTargets(blocks []*hcl.Block) hcl.Diagnostics {
 func (l *loader) decodeTarget(b *hcl.Block) (*Target, *protocols.Info, hcl.Diagnostics) {
 	t := &Target{Name: b.Labels[0], Protocol: defaultProtocol, DeclRange: b.DefRange}
 	content, rest, diags := b.Body.PartialContent(targetSchema)
+	if attr := content.Attributes[requestMaxBody]; attr != nil {
+		n, _, d := l.byteSizeAttr(attr, targetWhere)
+		diags = append(diags, d...)
+		t.MaxBody = n
+	}
 	protoRange := b.DefRange
 	if attr := content.Attributes["protocol"]; attr != nil {
 		s, ok, d := l.stringAttr(attr, targetWhere)

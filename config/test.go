@@ -91,7 +91,10 @@ type Target struct {
 	// plugin boundary (isolate = true). Only built-ins have it: a plugin's
 	// target runs in its plugin's process anyway, so the attribute is a
 	// diagnostic there.
-	Isolate   bool
+	Isolate bool
+	// MaxBody is the target's max_body, the most of a response body kept
+	// for the captures that read it; 0 when the target does not set it.
+	MaxBody   int64
 	DeclRange hcl.Range
 }
 
@@ -235,7 +238,12 @@ type Request struct {
 	// ContinueOnFailure (on_failure = "continue") lets a flow go on to its
 	// next step when this step fails; by default the flow stops there.
 	ContinueOnFailure bool
-	DeclRange         hcl.Range
+	// MaxBody is the most of a response body kept for the captures that
+	// read it (json, regex), in bytes: the request's max_body, else its
+	// target's, else DefaultMaxBody. A check's body_contains reads the
+	// whole body as it streams, whatever its length.
+	MaxBody   int64
+	DeclRange hcl.Range
 
 	static  map[string]cty.Value // attributes evaluated at load (nulls filled in)
 	dynamic []dynamicAttr        // attributes evaluated per iteration, in key order

@@ -19,19 +19,32 @@ import (
 // written, so it counts as a failed request of its own kind.
 const errCapture protocols.ErrorKind = "capture"
 
+// errBodyTooLarge marks a request whose capture reads the body (json,
+// regex) when the body was longer than the request's max_body: hload kept
+// only its start, and a value read from a part of a body could be wrong.
+const errBodyTooLarge protocols.ErrorKind = "body_too_large"
+
 // captureAll takes every capture of req from a successful response into
-// the VU's vars. It returns the message of the first capture that found
-// nothing, or ""; the captures that did find a value keep it either way.
-// Values are copied out of the sample, whose body and headers are valid
-// only during emit.
-func (v *vu) captureAll(req *request, s *protocols.Sample) string {
-	failed := ""
+// the VU's vars. It returns the kind and message of the first capture that
+// found nothing, or none; the captures that did find a value keep it
+// either way. Values are copied out of the sample, whose body and headers
+// are valid only during emit.
+func (v *vu) captureAll(req *request, s *protocols.Sample) (protocols.ErrorKind, string) {
+	kind, failed := protocols.ErrNone, ""
 	for i := range req.cfg.Captures {
 		c := &req.cfg.Captures[i]
+		if c.Source == config.CaptureJSON || c.Source == config.CaptureRegex {
+			if size := bodySize(s); req.maxBody > 0 && size > req.maxBody {
+				if kind == protocols.ErrNone {
+					kind, failed = errBodyTooLarge, fmt.Sprintf("capture %q: the response body is %d bytes, more than max_body keeps (%d); raise max_body on the request or its target", c.Name, size, req.maxBody)
+				}
+				continue
+			}
+		}
 		val, msg := capture(c, s)
 		if msg != "" {
-			if failed == "" {
-				failed = fmt.Sprintf("capture %q: %s", c.Name, msg)
+			if kind == protocols.ErrNone {
+				kind, failed = errCapture, fmt.Sprintf("capture %q: %s", c.Name, msg)
 			}
 			continue
 		}
@@ -40,7 +53,14 @@ func (v *vu) captureAll(req *request, s *protocols.Sample) string {
 		}
 		v.vars[c.Name] = val
 	}
-	return failed
+	return kind, failed
+}
+
+// bodySize is the length of the sample's whole body: what the protocol
+// said, or what it kept, when it kept it whole (a protocol that does not
+// bound it).
+func bodySize(s *protocols.Sample) int64 {
+	return max(s.BodySize, int64(len(s.Body)))
 }
 
 // capture reads one capture's value from a response, or says why it found

@@ -91,9 +91,9 @@ func TestCaptureAllNamesTheCapture(t *testing.T) {
 		{Name: "code", Source: config.CaptureStatus},
 	}}}
 	v := &vu{}
-	msg := v.captureAll(req, &protocols.Sample{Status: 200, Body: []byte(`{"items":[]}`)})
-	if want := `capture "product": json path "items.0.id" found nothing`; msg != want {
-		t.Errorf("message %q, want %q", msg, want)
+	kind, msg := v.captureAll(req, &protocols.Sample{Status: 200, Body: []byte(`{"items":[]}`)})
+	if want := `capture "product": json path "items.0.id" found nothing`; msg != want || kind != errCapture {
+		t.Errorf("kind %q, message %q, want %q, %q", kind, msg, errCapture, want)
 	}
 	if got := v.vars["code"]; !got.RawEquals(cty.NumberIntVal(200)) {
 		t.Errorf("vu.vars.code = %#v, want 200", got)
@@ -107,7 +107,7 @@ func TestCaptureAllNamesTheCapture(t *testing.T) {
 // allocates its vars.
 func TestNoCaptureNoVars(t *testing.T) {
 	v := &vu{}
-	if msg := v.captureAll(&request{cfg: &config.Request{}}, &protocols.Sample{Status: 200}); msg != "" || v.vars != nil {
+	if _, msg := v.captureAll(&request{cfg: &config.Request{}}, &protocols.Sample{Status: 200}); msg != "" || v.vars != nil {
 		t.Fatalf("message %q, vars %v", msg, v.vars)
 	}
 }

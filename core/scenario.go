@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/protocols"
 )
 
 // scenarioRun is one scenario while it runs: its requests, its VUs and the
@@ -88,14 +90,22 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 	byConfig := make(map[*config.Request]*request, len(s.Requests))
 	for j, rq := range s.Requests {
 		req := &sc.requests[j]
+		client := r.clients[rq.Target]
+		needles, needle := checkSubstrings(rq.Checks)
 		*req = request{
-			cfg:         rq,
-			client:      r.clients[rq.Target],
-			series:      r.agg.Series(s.Name, rq.Name),
-			keepBody:    needsBody(rq.Checks) || rq.NeedsBody(),
-			keepHeaders: rq.NeedsHeaders(),
-			prepared:    prepare(r.clients[rq.Target], rq),
-			template:    template(r.clients[rq.Target], rq),
+			cfg:    rq,
+			client: client,
+			series: r.agg.Series(s.Name, rq.Name),
+			// A client that searches the body as it streams needs to keep
+			// none for the checks; another keeps it for the core to
+			// search.
+			keepBody:     rq.NeedsBody() || len(needles) > 0 && !searchesBody(client),
+			keepHeaders:  rq.NeedsHeaders(),
+			bodyContains: needles,
+			needle:       needle,
+			maxBody:      maxBody(rq),
+			prepared:     prepare(client, rq),
+			template:     template(client, rq),
 		}
 		for _, f := range rq.Feeders() {
 			fc := cursors[f]
@@ -121,13 +131,37 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 	return sc
 }
 
-func needsBody(checks []config.Check) bool {
-	for _, c := range checks {
-		if c.BodyContains != "" {
-			return true
+// checkSubstrings returns the distinct substrings the checks look for in
+// the body, and for each check the index of its own, -1 for none.
+func checkSubstrings(checks []config.Check) (needles []string, needle []int) {
+	needle = make([]int, len(checks))
+	for i, c := range checks {
+		needle[i] = -1
+		if c.BodyContains == "" {
+			continue
+		}
+		needle[i] = slices.Index(needles, c.BodyContains)
+		if needle[i] < 0 {
+			needle[i] = len(needles)
+			needles = append(needles, c.BodyContains)
 		}
 	}
-	return false
+	return needles, needle
+}
+
+// maxBody is rq's max_body; a request built by hand rather than loaded
+// has the default.
+func maxBody(rq *config.Request) int64 {
+	if rq.MaxBody <= 0 {
+		return config.DefaultMaxBody
+	}
+	return rq.MaxBody
+}
+
+// searchesBody reports whether c looks for a call's BodyContains itself.
+func searchesBody(c protocols.Client) bool {
+	bs, ok := c.(protocols.BodySearcher)
+	return ok && bs.SearchesBody()
 }
 
 // describe is the scenario as the sinks are told of it at the start.

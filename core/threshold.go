@@ -148,9 +148,23 @@ func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 		if req, _ := agg.Totals(th.Scenario, th.Request, elapsed); req.Count == 0 {
 			return "no call" + requestWords(th) + " was made"
 		}
+		if th.Metric == "latency" && agg.LatencyCount(th.Scenario, th.Request) == 0 {
+			// Calls that sent nothing (an expression that failed) have
+			// no latency: their 0 ms is not a measurement.
+			return "every call" + requestWords(th) + " sent nothing, so none has a latency"
+		}
 	case "checks":
 		if req, _ := agg.Totals(th.Scenario, th.Request, elapsed); req.Checks.Passed+req.Checks.Failed == 0 {
 			return "no check" + requestWords(th) + " ran"
+		}
+	case "rps":
+	default:
+		// A protocol metric's count is a measurement even when it is 0
+		// (no nack), but a percentile, mean or max of no sample is not.
+		if a := th.Condition.Aggregation; a != "count" && a != "rate" {
+			if _, others := agg.Totals(th.Scenario, th.Request, elapsed); others[th.Metric].Count == 0 {
+				return "no " + th.Metric + " sample" + requestWords(th) + " was recorded"
+			}
 		}
 	}
 	return ""

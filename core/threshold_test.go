@@ -176,11 +176,17 @@ func TestFlowThresholds(t *testing.T) {
 
 // TestRequestThresholdWithNothingToJudge: a request that made no call has
 // no latency, no error rate and no checks; its thresholds do not pass on
-// the zero they would read, and say why. A protocol metric with no sample
-// is judged as it stands, as its absence (no nack) is often the point.
+// the zero they would read, and say why. So does a latency threshold on
+// calls that all sent nothing (an expression failed), and a percentile of
+// a protocol metric with no sample. A protocol metric's count is judged
+// as it stands, as its absence (no nack) is often the point.
 func TestRequestThresholdWithNothingToJudge(t *testing.T) {
 	agg := metrics.NewAggregator()
 	agg.Series("s", "idle")
+	unsent := agg.Series("s", "unsent")
+	for range 3 {
+		unsent.Record(protocols.Sample{Metric: protocols.MetricRequest, Value: time.Millisecond, Error: "eval", Message: "bad expression"})
+	}
 	busy := agg.Series("s", "busy")
 	busy.Record(protocols.Sample{Metric: protocols.MetricRequest, Value: 5 * time.Millisecond, Status: 200})
 	busy.RecordChecks(1, 0)
@@ -197,6 +203,9 @@ func TestRequestThresholdWithNothingToJudge(t *testing.T) {
 		{"checks", "idle", "rate", ">", 0.99, false, `no check of request "idle" of scenario "s" ran`},
 		{"rps", "idle", "rate", "<", 100, true, ""},
 		{"amqp_nacked", "idle", "count", "==", 0, true, ""},
+		{"ttfb", "idle", "p95", "<", 100, false, `no ttfb sample of request "idle" of scenario "s" was recorded`},
+		{"latency", "unsent", "p95", "<", 100, false, `every call of request "unsent" of scenario "s" sent nothing, so none has a latency`},
+		{"errors", "unsent", "count", "==", 3, true, ""},
 		{"latency", "busy", "p95", "<", 100, true, ""},
 		{"errors", "busy", "rate", "<", 0.01, true, ""},
 		{"checks", "busy", "rate", ">", 0.99, true, ""},

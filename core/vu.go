@@ -26,7 +26,13 @@ type request struct {
 	// captures read, and nothing more.
 	keepBody    bool
 	keepHeaders bool
-	feeders     []*feederCursor
+	// bodyContains are the distinct substrings the checks look for, which
+	// the call carries; needle[i] is check i's among them, -1 for none.
+	// maxBody bounds the body kept for the captures.
+	bodyContains []string
+	needle       []int
+	maxBody      int64
+	feeders      []*feederCursor
 	// prepared is what the client made of a request that is the same for
 	// every call, once; nil when it made nothing.
 	prepared any
@@ -204,14 +210,16 @@ func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.
 	}
 	v.calling.Store(req)
 	req.client.Do(ctx, protocols.Call{
-		VU:          v.id,
-		Iteration:   v.iteration,
-		Planned:     planned,
-		Request:     value,
-		KeepBody:    req.keepBody,
-		KeepHeaders: req.keepHeaders,
-		Prepared:    prepared,
-		Holes:       holes,
+		VU:           v.id,
+		Iteration:    v.iteration,
+		Planned:      planned,
+		Request:      value,
+		KeepBody:     req.keepBody,
+		KeepHeaders:  req.keepHeaders,
+		MaxBody:      req.maxBody,
+		BodyContains: req.bodyContains,
+		Prepared:     prepared,
+		Holes:        holes,
 	}, v.emitFn)
 	v.calling.Store(nil)
 	sent.Done(v.delivered)
@@ -232,7 +240,7 @@ func (v *vu) context(parent context.Context) context.Context {
 }
 
 // errEval marks a request whose expressions failed to evaluate.
-const errEval protocols.ErrorKind = "eval"
+const errEval = metrics.ErrEval
 
 // emit records a sample of the current call: metrics, checks and raw rows.
 func (v *vu) emit(s protocols.Sample) {
@@ -251,12 +259,12 @@ func (v *vu) emit(s protocols.Sample) {
 	if s.Error == protocols.ErrNone && len(req.cfg.Captures) > 0 {
 		// Before the sample is recorded, so that the request counts the
 		// failed capture among its errors.
-		if msg := v.captureAll(req, &s); msg != "" {
-			s.Error, s.Message = errCapture, msg
+		if kind, msg := v.captureAll(req, &s); kind != protocols.ErrNone {
+			s.Error, s.Message = kind, msg
 		}
 	}
 	v.failed, v.ended = s.Error, s.Time
-	if v.sc.open {
+	if v.sc.open && !metrics.SentNothing(&s) {
 		// The protocol timed the service from the actual send; keep that
 		// as service_time and report the response time from the plan.
 		req.series.Record(protocols.Sample{Metric: metrics.MetricServiceTime, Time: s.Time, Value: s.Value})
@@ -269,7 +277,7 @@ func (v *vu) emit(s protocols.Sample) {
 	if checks := req.cfg.Checks; len(checks) > 0 && (s.Error == protocols.ErrNone || s.Status != 0) {
 		passed, failed := 0, 0
 		for i := range checks {
-			if checkPasses(&checks[i], s) {
+			if checkPasses(&checks[i], req.needle[i], &s) {
 				passed++
 			} else {
 				failed++
@@ -293,14 +301,21 @@ func (v *vu) emit(s protocols.Sample) {
 	}
 }
 
-func checkPasses(c *config.Check, s protocols.Sample) bool {
+// checkPasses judges one check of a response. Its body_contains is the
+// call's needle-th substring: the protocol says whether it found it, as
+// it read the body; a protocol that did not look (a plugin built before
+// BodyFound) kept the body for the core to look in.
+func checkPasses(c *config.Check, needle int, s *protocols.Sample) bool {
 	if len(c.Status) > 0 && !slices.Contains(c.Status, s.Status) {
 		return false
 	}
-	if c.BodyContains != "" && !bytes.Contains(s.Body, []byte(c.BodyContains)) {
-		return false
+	if c.BodyContains == "" {
+		return true
 	}
-	return true
+	if needle >= 0 && needle < len(s.BodyFound) {
+		return s.BodyFound[needle]
+	}
+	return bytes.Contains(s.Body, []byte(c.BodyContains))
 }
 
 // think pauses for the scenario's think time. It returns false when the

@@ -71,8 +71,18 @@ type Call struct {
 	// user left out are null.
 	Request cty.Value
 	// KeepBody asks the protocol to fill Sample.Body on the request sample,
-	// because a check or a capture needs the response body.
+	// because a capture (or, for a client that is not a BodySearcher, a
+	// check) needs the response body.
 	KeepBody bool
+	// MaxBody bounds the body kept for KeepBody, in bytes: a protocol that
+	// reads a body as it streams keeps its first MaxBody bytes and reads
+	// the rest without keeping it, and says in Sample.BodySize how long
+	// the body was. 0 sets no bound.
+	MaxBody int64
+	// BodyContains are substrings that a check looks for in the response
+	// body. A client that is a BodySearcher looks for them as it reads
+	// the body, kept or not, and says in Sample.BodyFound which it found.
+	BodyContains []string
 	// KeepHeaders asks the protocol to fill Sample.Headers on the request
 	// sample, because a capture reads a response header or cookie. Both
 	// are false unless something needs them, so a call that nothing
@@ -172,6 +182,16 @@ type Templater interface {
 	Template(shape cty.Value, holes int) (any, error)
 }
 
+// BodySearcher is an optional ability of a Client: it looks for
+// Call.BodyContains in each response body while it reads it, across reads,
+// and reports in Sample.BodyFound which it found, so that a check on a
+// body of any size costs no memory. SearchesBody says whether it does; a
+// client over the plugin wire asks its plugin. The core keeps a body for
+// its checks (Call.KeepBody) only from a client that does not search.
+type BodySearcher interface {
+	SearchesBody() bool
+}
+
 // Sample is one measurement.
 type Sample struct {
 	Metric string
@@ -184,8 +204,18 @@ type Sample struct {
 	BytesSent     int64
 	BytesReceived int64
 	// Body is the response body, set only on the request sample when
-	// Call.KeepBody is true, and valid only during emit.
+	// Call.KeepBody is true, and valid only during emit. When the body was
+	// longer than Call.MaxBody, Body is its first MaxBody bytes.
 	Body []byte
+	// BodySize is the length of the whole body, kept or not, set with
+	// Body by a protocol that bounds it: more than len(Body) says the body
+	// was cut at Call.MaxBody. 0 from a protocol that does not say:
+	// len(Body) is then the body's length.
+	BodySize int64
+	// BodyFound says, for each of Call.BodyContains in order, whether the
+	// body held it, from a BodySearcher; valid only during emit. nil when
+	// the protocol did not look, so the core looks in Body.
+	BodyFound []bool
 	// Headers are the response's headers (an HTTP response's, an AMQP
 	// reply's properties and headers), set only on the request sample when
 	// Call.KeepHeaders is true, and valid only during emit. Keys are as

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,8 +25,7 @@ import (
 )
 
 func cmdApply(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(applyHelp, stdout, stderr)
 	var (
 		common        commonFlags
 		summaryExport string
@@ -36,9 +34,9 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		quiet         bool
 	)
 	common.register(fs)
-	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this file; - prints it as the last line of stdout, on one line")
-	segment.register(fs)
-	start.register(fs)
+	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this `file`; - prints it as the last line of stdout, on one line")
+	segment.register(fs.FlagSet)
+	start.register(fs.FlagSet)
 	fs.BoolVar(&quiet, "quiet", false, "print no live progress, only the summary")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -110,7 +108,7 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	// The console first, so it is closed last and its summary names every
 	// other sink's failure; the export next, so the file holds that
 	// summary and its own failure comes before the console's verdict.
-	sinks := configured.prepend(console.New(stdout, console.Options{Quiet: quiet, NoColor: common.noColor || !isTerminal(stdout)}), "the console")
+	sinks := configured.prepend(console.New(stdout, console.Options{Quiet: quiet, NoColor: !colours(stdout, common.noColor, os.Getenv)}), "the console")
 	// The export carries the per-interval series, for `hload report`.
 	collector := series.New(core.Plan(test, seg))
 	if summaryExport != "" && summaryExport != "-" {
@@ -277,8 +275,7 @@ func checkOutputs(sk core.Sink) error {
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(validateHelp, stdout, stderr)
 	var common commonFlags
 	common.register(fs)
 	files, err := parseInterleaved(fs, args)

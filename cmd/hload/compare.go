@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,22 +27,17 @@ func (r *ruleFlags) Set(text string) error {
 }
 
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: hload compare [--fail-if RULE]... [--html OUT.html] BASE.json NEW.json")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet(compareHelp, stdout, stderr)
 	var rules ruleFlags
-	fs.Var(&rules, "fail-if", `exit 99 when this rule breaks on a request, such as "latency p95 > +10%" (repeatable)`)
+	fs.Var(&rules, "fail-if", "exit 99 when this `rule` breaks on a request, such as \"latency p95 > +10%\" (repeatable)")
 	var htmlOut string
-	fs.StringVar(&htmlOut, "html", "", "also write the comparison as one self-contained HTML page to this file")
+	fs.StringVar(&htmlOut, "html", "", "also write the comparison as one self-contained HTML page to this `file`")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(files) != 2 {
-		return &exitError{code: exitUsage, err: fmt.Errorf("compare takes two summary exports, BASE.json and NEW.json, not %d file(s)", len(files))}
+		return fs.usageError("compare takes two summary exports, BASE.json and NEW.json, not %d file(s)", len(files))
 	}
 	var runs [2]compare.Run
 	for i, path := range files {

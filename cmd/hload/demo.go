@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,12 +12,14 @@ import (
 )
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:8080", "address to serve the demo shop on")
-	delivery := fs.String("notification-delivery", demo.DeliveryPool, "how POST /api/notification/send delivers: pool or sequential")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: exitUsage}
+	fs := newFlagSet(demoHelp, stdout, stderr)
+	listen := fs.String("listen", "127.0.0.1:8080", "`address` to serve the demo shop on")
+	delivery := fs.String("notification-delivery", demo.DeliveryPool, "how POST /api/notification/send delivers, the `mode` pool or sequential")
+	if err := fs.parseFlags(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fs.usageError("demo takes no file, got %q", fs.Arg(0))
 	}
 	if !demo.ValidDelivery(*delivery) {
 		return &exitError{code: exitUsage, err: fmt.Errorf("--notification-delivery must be pool or sequential, not %q", *delivery)}

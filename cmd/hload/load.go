@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -39,21 +37,23 @@ func (v varFlags) Set(s string) error {
 type commonFlags struct {
 	vars    varFlags
 	noColor bool
+	cmd     *flagSet // the command's, for its usage line
 }
 
-func (c *commonFlags) register(fs *flag.FlagSet) {
+func (c *commonFlags) register(fs *flagSet) {
 	c.vars = varFlags{}
-	fs.Var(c.vars, "var", "set a variable: --var name=value (repeatable)")
+	c.cmd = fs
+	fs.Var(c.vars, "var", "set a variable: `name=value` (repeatable)")
 	fs.BoolVar(&c.noColor, "no-color", false, "print without colours")
 }
 
 // parseInterleaved parses flags that may come before or after the files,
 // as in `hload apply test.hcl --var n=1`.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterleaved(fs *flagSet, args []string) ([]string, error) {
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, &exitError{code: exitUsage}
+		if err := fs.parseFlags(args); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			return files, nil
@@ -88,7 +88,7 @@ func runsNothing(o *config.Options) { o.FixedDraws = true }
 // a runtime failure rather than a mistake in the file.
 func loadTest(files []string, c *commonFlags, demoURL func() (string, error), plugins *pluginHost, stderr io.Writer, opts ...loadOption) (*config.Test, error) {
 	if len(files) == 0 {
-		return nil, &exitError{code: exitUsage, err: errors.New("no test file given; usage: hload apply FILE.hcl")}
+		return nil, c.cmd.usageError("no test file given")
 	}
 	o := config.Options{
 		Protocols: registry(),
@@ -107,7 +107,7 @@ func loadTest(files []string, c *commonFlags, demoURL func() (string, error), pl
 		if test != nil {
 			parsed = test.Files
 		}
-		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, !c.noColor && isTerminal(stderr))
+		w := hcl.NewDiagnosticTextWriter(stderr, parsed, 100, colours(stderr, c.noColor, os.Getenv))
 		w.WriteDiagnostics(diags)
 	}
 	if err := plugins.startError(); err != nil && diags.HasErrors() {

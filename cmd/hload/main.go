@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+
+	"github.com/hload/hload/core/metrics"
 )
 
 // Exit codes, as README.md lists them under "Commands and exit codes".
@@ -26,6 +28,7 @@ const (
 var version = "0.1.0-dev"
 
 func main() {
+	servePprof(os.Stderr)
 	// HLOAD_CPUPROFILE=prefix writes a CPU profile per process, including
 	// isolated plugins (they inherit the environment), to prefix.PID, so
 	// the cost of a boundary can be profiled on both of its sides.
@@ -69,8 +72,20 @@ Usage:
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
 
-Run 'hload COMMAND -h' for a command's flags.
+Run 'hload COMMAND -h' or 'hload help COMMAND' for a command's help and flags.
 `
+
+func cmdVersion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(versionHelp, stdout, stderr)
+	if err := fs.parseFlags(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fs.usageError("version takes no argument, got %q", fs.Arg(0))
+	}
+	fmt.Fprintf(stdout, "hload %s\n", version)
+	return nil
+}
 
 // run executes one command and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -98,9 +113,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdPlugin(args[1:], stdout, stderr)
 	case servePluginCommand:
 		err = cmdServePlugin(args[1:], stderr)
-	case "version", "--version", "-v":
+	case "version":
+		err = cmdVersion(args[1:], stdout, stderr)
+	case "--version", "-v":
 		fmt.Fprintf(stdout, "hload %s\n", version)
 	case "help", "-h", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			// hload help CMD [SUBCMD] is hload CMD [SUBCMD] -h.
+			return run(append(args[1:], "-h"), stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 	default:
 		fmt.Fprintf(stderr, "hload: unknown command %q\n\n%s", args[0], usage)
@@ -109,13 +130,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	// An error may quote a server (a sink's database) or a plugin.
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "hload: %v\n", ee.err)
+			fmt.Fprintf(stderr, "hload: %s\n", metrics.Printable(ee.err.Error()))
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "hload: %v\n", err)
+	fmt.Fprintf(stderr, "hload: %s\n", metrics.Printable(err.Error()))
 	return exitRuntime
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,19 +15,18 @@ import (
 // hload merge A.json B.json ... [--summary-export FILE] [--html FILE].
 // "-" reads results from standard input, as kubectl logs prints them.
 func cmdMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(mergeHelp, stdout, stderr)
 	var summaryExport, htmlOut string
 	var noColor bool
-	fs.StringVar(&summaryExport, "summary-export", "", "write the merged summary JSON to this file")
-	fs.StringVar(&htmlOut, "html", "", "write the merged HTML report to this file")
+	fs.StringVar(&summaryExport, "summary-export", "", "write the merged summary JSON to this `file`")
+	fs.StringVar(&htmlOut, "html", "", "write the merged HTML report to this `file`")
 	fs.BoolVar(&noColor, "no-color", false, "print without colours")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
-		return &exitError{code: exitUsage, err: errors.New("usage: hload merge RESULT.json... | - [--summary-export FILE] [--html FILE]")}
+		return fs.usageError("no result given")
 	}
 	var inputs []merge.Input
 	for _, name := range files {
@@ -55,7 +52,7 @@ func cmdMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("merge: %w", err)}
 	}
-	if err := console.WriteSummary(stdout, *sum, noColor || !isTerminal(stdout)); err != nil {
+	if err := console.WriteSummary(stdout, *sum, !colours(stdout, noColor, os.Getenv)); err != nil {
 		return err
 	}
 	if summaryExport != "" {

@@ -78,10 +78,10 @@ func readOnlyFolder(t *testing.T) string {
 	return dir
 }
 
-// rawRowsOnDisk reads a raw CSV file that must hold whole rows: it ends
+// wholeRawRows reads a raw CSV file that must hold whole rows: it ends
 // with a newline and every row has the raw header's 10 fields. It returns
 // the rows less the header.
-func rawRowsOnDisk(t *testing.T, path string) int {
+func wholeRawRows(t *testing.T, path string) int {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -167,7 +167,7 @@ func TestCSVFullDisk(t *testing.T) {
 		t.Fatalf("stderr does not name the sink and count its rows:\n%s", r.stderr)
 	}
 	lost, all, kept := atoi(t, m[1]), atoi(t, m[2]), atoi(t, m[3])
-	onDisk := rawRowsOnDisk(t, filepath.Join(out, "res.raw.csv"))
+	onDisk := wholeRawRows(t, filepath.Join(out, "res.raw.csv"))
 	if kept != onDisk || lost+kept != all || int64(all) != served.Load() || lost == 0 {
 		t.Errorf("the message says %d lost and %d kept of %d; %d rows on disk, %d calls served", lost, kept, all, onDisk, served.Load())
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,15 +13,14 @@ import (
 )
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(planHelp, stdout, stderr)
 	var (
 		common  commonFlags
 		segment segmentFlags
 		latency time.Duration
 	)
 	common.register(fs)
-	segment.register(fs)
+	segment.register(fs.FlagSet)
 	fs.DurationVar(&latency, "latency", 100*time.Millisecond, "open model: the iteration latency to size the VU pool for (Little's law)")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {

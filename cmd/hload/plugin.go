@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -194,13 +193,15 @@ func cmdPlugin(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdPluginList(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plugin list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(pluginListHelp, stdout, stderr)
 	var common commonFlags
 	common.register(fs)
 	files, err := parseInterleaved(fs, args)
-	if err != nil || len(files) > 1 {
-		return &exitError{code: exitUsage, err: errors.New("usage: hload plugin list [FILE.hcl]")}
+	if err != nil {
+		return err
+	}
+	if len(files) > 1 {
+		return fs.usageError("plugin list takes one test file at most, not %d", len(files))
 	}
 	if len(files) == 1 {
 		return cmdPluginListFile(files[0], &common, stdout, stderr)
@@ -226,9 +227,8 @@ func cmdPluginList(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdPluginDescribe(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plugin describe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	source := fs.String("source", "", "the plugin binary; by default it is searched for as hload-plugin-NAME")
+	fs := newFlagSet(pluginDescribeHelp, stdout, stderr)
+	source := fs.String("source", "", "the plugin binary's `path`; by default it is searched for as hload-plugin-NAME")
 	markdown := fs.Bool("markdown", false, "print the attributes as Markdown tables, for a plugin's README, instead of JSON")
 	var common commonFlags
 	common.register(fs)
@@ -237,7 +237,7 @@ func cmdPluginDescribe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(names) != 1 && (len(names) != 2 || *source != "") {
-		return &exitError{code: exitUsage, err: errors.New("usage: hload plugin describe NAME [--source PATH | FILE.hcl]")}
+		return fs.usageError("plugin describe takes a protocol's NAME, and a test file or --source at most")
 	}
 	name := names[0]
 	h := newPluginHost(context.Background())

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,16 +14,15 @@ import (
 // cmdReport renders the HTML report of a summary export:
 // hload report RESULT.json -o report.html.
 func cmdReport(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(reportHelp, stdout, stderr)
 	var out string
-	fs.StringVar(&out, "o", "report.html", "write the report to this file")
+	fs.StringVar(&out, "o", "report.html", "write the report to this `file`")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(files) != 1 {
-		return &exitError{code: exitUsage, err: errors.New("usage: hload report RESULT.json [-o report.html]")}
+		return fs.usageError("report takes one summary export, not %d file(s)", len(files))
 	}
 	data, err := os.ReadFile(files[0])
 	if err != nil {

@@ -27,9 +27,14 @@ func newHistogram() *hdr.Histogram {
 }
 
 // micros converts a duration to the histogram's unit, clamped to its range,
-// so that no value is ever rejected (and none is silently lost).
+// so that no value is ever rejected (and none is silently lost). A sample
+// that carries no time (0), such as each event of a count, is recorded as
+// 0, not as the shortest time: a count must not read as a time of 1 us.
 func micros(d time.Duration) int64 {
 	us := int64(d / time.Microsecond)
+	if d <= 0 {
+		return 0
+	}
 	if us < lowestMicros {
 		return lowestMicros
 	}
@@ -279,16 +284,19 @@ type shard struct {
 
 // Record folds one sample. It is safe for concurrent use from many
 // goroutines and does not allocate in the steady state. A MetricRequest
-// sample updates the count, errors, status and bytes counters and the
-// latency histogram; any other metric goes into that metric's histogram.
+// sample updates the count, errors, status and bytes counters and, unless
+// the call sent nothing (SentNothing), the latency histogram; any other
+// metric goes into that metric's histogram.
 func (s *Series) Record(smp protocols.Sample) {
 	sh := s.lock()
 	us := micros(smp.Value)
 	if smp.Metric == protocols.MetricRequest {
-		if sh.latency == nil {
-			sh.latency = newHistogram()
+		if !SentNothing(&smp) {
+			if sh.latency == nil {
+				sh.latency = newHistogram()
+			}
+			_ = sh.latency.RecordValue(us) // cannot fail: us is clamped to range
 		}
-		_ = sh.latency.RecordValue(us) // cannot fail: us is clamped to range
 		sh.counters.add(&smp)
 	} else {
 		h := sh.metrics[smp.Metric]
@@ -393,7 +401,7 @@ func (a *Aggregator) Flush(start, end time.Time) []SeriesFigures {
 			if out[i].Metrics == nil {
 				out[i].Metrics = make(map[string]MetricFigures, len(s.intervalMetrics))
 			}
-			out[i].Metrics[name] = metricFigures(h)
+			out[i].Metrics[name] = metricFigures(h, seconds)
 		}
 		a.addToPoint(false, s)
 		s.fold()
@@ -500,7 +508,7 @@ func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (Re
 	rf := requestFigures(&sum, merged(latencies), elapsed.Seconds())
 	mf := make(map[string]MetricFigures, len(metrics))
 	for name, hs := range metrics {
-		mf[name] = metricFigures(merged(hs))
+		mf[name] = metricFigures(merged(hs), elapsed.Seconds())
 	}
 	return rf, mf
 }
@@ -522,6 +530,19 @@ func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float
 		return 0
 	}
 	return ms(float64(h.ValueAtQuantile(q)))
+}
+
+// LatencyCount returns how many calls of the matching series have a
+// latency: every call but those that sent nothing. A threshold on latency
+// over calls that all sent nothing has nothing to judge.
+func (a *Aggregator) LatencyCount(scenario, request string) int64 {
+	a.totalsMu.RLock()
+	defer a.totalsMu.RUnlock()
+	_, latencies, _ := a.requests.matching(scenario, request)
+	if h := merged(latencies); h != nil {
+		return h.TotalCount()
+	}
+	return 0
 }
 
 // matching gathers the run totals of the series matching scenario and
@@ -575,7 +596,7 @@ func (a *Aggregator) Requests(elapsed time.Duration) map[string]map[string]*Requ
 		if len(s.totalMetrics) > 0 {
 			rf.Metrics = make(map[string]MetricFigures, len(s.totalMetrics))
 			for name, h := range s.totalMetrics {
-				rf.Metrics[name] = metricFigures(h)
+				rf.Metrics[name] = metricFigures(h, elapsed.Seconds())
 			}
 		}
 		byRequest[s.request] = &rf

@@ -176,8 +176,10 @@ func TestLatencyClamped(t *testing.T) {
 		value    time.Duration
 		min, max float64 // ms
 	}{
-		{"zero counts as 1 us", 0, 0.001, 0.001},
-		{"negative counts as 1 us", -time.Second, 0.001, 0.001},
+		// A sample without a time, such as each event of a count, is 0,
+		// not the shortest time.
+		{"zero counts as 0", 0, 0, 0},
+		{"negative counts as 0", -time.Second, 0, 0},
 		{"sub-microsecond counts as 1 us", 300 * time.Nanosecond, 0.001, 0.001},
 		{"above an hour counts as an hour", 2 * time.Hour, 3600000, 3600000},
 	}

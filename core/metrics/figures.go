@@ -111,11 +111,15 @@ func figuresOf(h histogram) LatencyFigures {
 }
 
 // metricFigures summarises the histogram of a metric other than the request
-// latency; all zero when it is nil or empty.
-func metricFigures(h *hdr.Histogram) MetricFigures {
-	l := latencyFigures(h)
-	if l == (LatencyFigures{}) {
+// latency, with Rate = its samples / seconds; all zero when it is nil or
+// empty. A count's samples are all 0, and so are its time figures.
+func metricFigures(h *hdr.Histogram, seconds float64) MetricFigures {
+	if h == nil || h.TotalCount() == 0 {
 		return MetricFigures{}
 	}
-	return MetricFigures{Count: h.TotalCount(), LatencyFigures: l}
+	m := MetricFigures{Count: h.TotalCount(), LatencyFigures: figuresOf(h)}
+	if seconds > 0 {
+		m.Rate = float64(m.Count) / seconds
+	}
+	return m
 }

@@ -3,7 +3,12 @@
 // thresholds read. It keeps no per-sample memory.
 package metrics
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hload/hload/protocols"
+)
 
 // Metric names the core records besides the protocols' own.
 const (
@@ -79,10 +84,51 @@ type RequestFigures struct {
 
 // MetricFigures summarise one protocol metric other than the request
 // latency, such as ttfb or connect, in milliseconds. In JSON the latency
-// figures sit beside count, not nested.
+// figures sit beside count, not nested, and a count (CountOnly) has none.
 type MetricFigures struct {
-	Count int64 `json:"count"`
+	Count int64   `json:"count"`
+	Rate  float64 `json:"rate"` // Count / the interval's or run's length
 	LatencyFigures
+}
+
+// CountOnly reports whether the metric counts events rather than timing
+// them, such as sse_events or sse_events_missed: its samples carry no
+// time, so its time figures are all 0 and mean nothing. It has no
+// percentiles in the summary, on screen or in the summary JSON.
+func (m MetricFigures) CountOnly() bool {
+	return m.Count > 0 && m.Max == 0
+}
+
+// MarshalJSON writes a count as its count and rate only, and any other
+// metric with its time figures beside them.
+func (m MetricFigures) MarshalJSON() ([]byte, error) {
+	if m.CountOnly() {
+		return json.Marshal(struct {
+			Count int64   `json:"count"`
+			Rate  float64 `json:"rate"`
+		}{m.Count, m.Rate})
+	}
+	type figures MetricFigures // without this method
+	return json.Marshal(figures(m))
+}
+
+// ErrEval marks a call whose request's expressions failed to evaluate:
+// nothing was sent.
+const ErrEval protocols.ErrorKind = "eval"
+
+// SentNothing reports whether a request sample is a call that sent
+// nothing: its expressions failed (ErrEval), or the protocol refused its
+// values before sending (ErrProtocol with no byte sent, received or
+// status). Such a call counts in the count and the errors, but it has no
+// latency to measure, so it is kept out of the latency figures.
+func SentNothing(smp *protocols.Sample) bool {
+	switch smp.Error {
+	case ErrEval:
+		return true
+	case protocols.ErrProtocol:
+		return smp.BytesSent == 0 && smp.BytesReceived == 0 && smp.Status == 0
+	}
+	return false
 }
 
 // FlowFigures are the figures of one flow over an interval or a run. A

@@ -347,8 +347,13 @@ func (x *OpenRequest) GetTargetMsgpack() []byte {
 }
 
 type OpenResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Whether the opened client looks for a call's body_contains as it reads
+	// the body, and reports what it found (protocols.BodySearcher): the host
+	// then asks it to keep no body for checks. A plugin built before the
+	// field says false, and is asked to keep the body, as before.
+	SearchesBody  bool `protobuf:"varint,2,opt,name=searches_body,json=searchesBody,proto3" json:"searches_body,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -388,6 +393,13 @@ func (x *OpenResponse) GetClientId() uint64 {
 		return x.ClientId
 	}
 	return 0
+}
+
+func (x *OpenResponse) GetSearchesBody() bool {
+	if x != nil {
+		return x.SearchesBody
+	}
+	return false
 }
 
 // CallBatch carries calls column by column: the n-th entry of each call
@@ -442,9 +454,22 @@ type CallBatch struct {
 	// Types added to the stream's table, as go-cty's JSON type encoding:
 	// the first type of the stream is number 1, and each batch adds the
 	// types its calls are the first to use.
-	Types         [][]byte `protobuf:"bytes,20,rep,name=types,proto3" json:"types,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Types [][]byte `protobuf:"bytes,20,rep,name=types,proto3" json:"types,omitempty"`
+	// Added within version 3; a plugin built before ignores them, and keeps
+	// whole bodies as it did. max_body is the most of each call's body the
+	// plugin keeps (protocols.Call.MaxBody, 0 for no bound); empty when no
+	// call of the batch has a bound.
+	MaxBody []int64 `protobuf:"varint,21,rep,packed,name=max_body,json=maxBody,proto3" json:"max_body,omitempty"`
+	// The substrings each call's checks look for in its body
+	// (protocols.Call.BodyContains): body_contains_set[i] is 0 for none, n
+	// for the batch's n-th set, which is the next body_contains_size[n-1]
+	// strings of body_contains, after the sets before it. Empty when no call
+	// of the batch has any; a set that repeats travels once per batch.
+	BodyContainsSet  []uint32 `protobuf:"varint,22,rep,packed,name=body_contains_set,json=bodyContainsSet,proto3" json:"body_contains_set,omitempty"`
+	BodyContainsSize []uint32 `protobuf:"varint,23,rep,packed,name=body_contains_size,json=bodyContainsSize,proto3" json:"body_contains_size,omitempty"`
+	BodyContains     []string `protobuf:"bytes,24,rep,name=body_contains,json=bodyContains,proto3" json:"body_contains,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CallBatch) Reset() {
@@ -610,6 +635,34 @@ func (x *CallBatch) GetTypes() [][]byte {
 	return nil
 }
 
+func (x *CallBatch) GetMaxBody() []int64 {
+	if x != nil {
+		return x.MaxBody
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBodyContainsSet() []uint32 {
+	if x != nil {
+		return x.BodyContainsSet
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBodyContainsSize() []uint32 {
+	if x != nil {
+		return x.BodyContainsSize
+	}
+	return nil
+}
+
+func (x *CallBatch) GetBodyContains() []string {
+	if x != nil {
+		return x.BodyContains
+	}
+	return nil
+}
+
 // LedgerSteps carries the steps of the host ledger's sends
 // (delivery.Ledger) on the keys the plugin follows (SampleBatch.follow),
 // for the plugin's mirror of it: each send's Begin, then its Done, in the
@@ -739,7 +792,18 @@ type SampleBatch struct {
 	// The response headers kept (CallBatch.keep_headers), for the samples
 	// whose call asked; absent when there are none. A host built before it
 	// ignores it.
-	Headers       *SampleHeaders `protobuf:"bytes,19,opt,name=headers,proto3" json:"headers,omitempty"`
+	Headers *SampleHeaders `protobuf:"bytes,19,opt,name=headers,proto3" json:"headers,omitempty"`
+	// What the protocol found of its call's body_contains in each searched
+	// sample's body (protocols.Sample.BodyFound): found_sample[i] is the
+	// index in the batch of a sample whose flags are the next found_size[i]
+	// entries of found. Empty when no sample of the batch was searched.
+	FoundSample []uint32 `protobuf:"varint,20,rep,packed,name=found_sample,json=foundSample,proto3" json:"found_sample,omitempty"`
+	FoundSize   []uint32 `protobuf:"varint,21,rep,packed,name=found_size,json=foundSize,proto3" json:"found_size,omitempty"`
+	Found       []bool   `protobuf:"varint,22,rep,packed,name=found,proto3" json:"found,omitempty"`
+	// The whole length of each kept body, beside bodies
+	// (protocols.Sample.BodySize: more than the body's length when
+	// max_body cut it); empty when no sample of the batch says.
+	BodySize      []int64 `protobuf:"varint,23,rep,packed,name=body_size,json=bodySize,proto3" json:"body_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -896,6 +960,34 @@ func (x *SampleBatch) GetMessages() []string {
 func (x *SampleBatch) GetHeaders() *SampleHeaders {
 	if x != nil {
 		return x.Headers
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetFoundSample() []uint32 {
+	if x != nil {
+		return x.FoundSample
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetFoundSize() []uint32 {
+	if x != nil {
+		return x.FoundSize
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetFound() []bool {
+	if x != nil {
+		return x.Found
+	}
+	return nil
+}
+
+func (x *SampleBatch) GetBodySize() []int64 {
+	if x != nil {
+		return x.BodySize
 	}
 	return nil
 }
@@ -1351,9 +1443,10 @@ const file_hload_proto_rawDesc = "" +
 	"\x11validates_request\x18\b \x01(\bR\x10validatesRequest\x12\x16\n" +
 	"\x06gauges\x18\t \x03(\tR\x06gauges\"4\n" +
 	"\vOpenRequest\x12%\n" +
-	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"+\n" +
+	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"P\n" +
 	"\fOpenResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"\xc5\x04\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12#\n" +
+	"\rsearches_body\x18\x02 \x01(\bR\fsearchesBody\"\xdf\x05\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -1376,14 +1469,18 @@ const file_hload_proto_rawDesc = "" +
 	"\tattr_type\x18\x12 \x03(\rR\battrType\x12\x1f\n" +
 	"\vattr_values\x18\x13 \x03(\fR\n" +
 	"attrValues\x12\x14\n" +
-	"\x05types\x18\x14 \x03(\fR\x05typesJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
+	"\x05types\x18\x14 \x03(\fR\x05types\x12\x19\n" +
+	"\bmax_body\x18\x15 \x03(\x03R\amaxBody\x12*\n" +
+	"\x11body_contains_set\x18\x16 \x03(\rR\x0fbodyContainsSet\x12,\n" +
+	"\x12body_contains_size\x18\x17 \x03(\rR\x10bodyContainsSize\x12#\n" +
+	"\rbody_contains\x18\x18 \x03(\tR\fbodyContainsJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
 	"\vLedgerSteps\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x10\n" +
 	"\x03key\x18\x02 \x03(\rR\x03key\x12\x16\n" +
 	"\x06number\x18\x03 \x03(\x04R\x06number\x12\x12\n" +
 	"\x04kind\x18\x04 \x03(\rR\x04kind\x12\x19\n" +
 	"\bbegin_id\x18\x05 \x03(\fR\abeginId\x12&\n" +
-	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\xc5\x04\n" +
+	"\x0fbegin_unix_nano\x18\x06 \x03(\x03R\rbeginUnixNano\"\xba\x05\n" +
 	"\vSampleBatch\x12\x12\n" +
 	"\x04done\x18\x02 \x03(\x04R\x04done\x12\x1c\n" +
 	"\theartbeat\x18\x03 \x01(\bR\theartbeat\x12.\n" +
@@ -1406,7 +1503,12 @@ const file_hload_proto_rawDesc = "" +
 	"\x06follow\x18\x10 \x03(\tR\x06follow\x12%\n" +
 	"\x0emessage_sample\x18\x11 \x03(\rR\rmessageSample\x12\x1a\n" +
 	"\bmessages\x18\x12 \x03(\tR\bmessages\x128\n" +
-	"\aheaders\x18\x13 \x01(\v2\x1e.hload.plugin.v1.SampleHeadersR\aheadersJ\x04\b\x01\x10\x02\"g\n" +
+	"\aheaders\x18\x13 \x01(\v2\x1e.hload.plugin.v1.SampleHeadersR\aheaders\x12!\n" +
+	"\ffound_sample\x18\x14 \x03(\rR\vfoundSample\x12\x1d\n" +
+	"\n" +
+	"found_size\x18\x15 \x03(\rR\tfoundSize\x12\x14\n" +
+	"\x05found\x18\x16 \x03(\bR\x05found\x12\x1b\n" +
+	"\tbody_size\x18\x17 \x03(\x03R\bbodySizeJ\x04\b\x01\x10\x02\"g\n" +
 	"\rSampleHeaders\x12\x16\n" +
 	"\x06sample\x18\x01 \x03(\rR\x06sample\x12\x14\n" +
 	"\x05lines\x18\x02 \x03(\rR\x05lines\x12\x12\n" +

@@ -1,7 +1,7 @@
 package http
 
 import (
-	"bytes"
+	"bufio"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -41,9 +41,14 @@ type Client struct {
 }
 
 var (
-	_ protocols.Client   = (*Client)(nil)
-	_ protocols.Preparer = (*Client)(nil)
+	_ protocols.Client       = (*Client)(nil)
+	_ protocols.Preparer     = (*Client)(nil)
+	_ protocols.BodySearcher = (*Client)(nil)
 )
+
+// SearchesBody implements protocols.BodySearcher: both the engine and the
+// net/http path look for a call's BodyContains as the body streams.
+func (c *Client) SearchesBody() bool { return true }
 
 // maxTableVU is the largest VU id kept in the table.
 const maxTableVU = 1 << 20
@@ -170,11 +175,16 @@ type vu struct {
 	watchGen uint64
 	resp     h1.Response
 	wbuf     []byte // a request rendered per call
-	// src, gz, zl and decoded decode a compressed body a check reads.
-	src     bytes.Reader
+	// scan reads the bodies that checks and captures read (body.go),
+	// through hbody or netBody, decoded by gz or zl into dbuf when they
+	// are compressed; br lets a decoder read net/http's body bytewise.
+	scan    protocols.BodyScan
+	hbody   h1.Body
+	netBody trackedReader
 	gz      *gzip.Reader
 	zl      io.ReadCloser
-	decoded bytes.Buffer
+	dbuf    []byte
+	br      *bufio.Reader
 	// served counts the responses the engine read, for tests.
 	served int64
 
@@ -195,20 +205,11 @@ type vu struct {
 	// prepared, and scratch what helps render the next.
 	rendered rendered
 	scratch  scratch
-	// body holds the response body when a check needs it.
-	body []byte
 	// pending is a response the client is to take as its first hop's,
 	// because send made that hop itself; see replay.
 	pending *nethttp.Response
-	// lastEnd is when the VU's previous call ended.
-	lastEnd time.Time
 	check   func(*nethttp.Request, []*nethttp.Request) error
 }
-
-// idlePeek is the pause after which a call's first write on a connection
-// peeks whether the server closed it: servers close idle connections after
-// seconds, and a shorter pause is not worth a system call.
-const idlePeek = time.Millisecond
 
 // send sends req with the VU's cookies and redirect policy. A call by a VU
 // that holds no cookie and gets no redirect to follow goes straight to the
@@ -312,10 +313,7 @@ type callState struct {
 	cancel context.CancelFunc
 	lost   atomic.Pointer[lostCall]
 
-	start time.Time
-	// idle says the VU paused at least idlePeek since its previous call,
-	// so the server may have closed its connection as idle.
-	idle      bool
+	start     time.Time
 	firstByte atomic.Int64 // time to first byte in ns; 0 until seen
 	wrote     atomic.Int32 // requests the transport finished writing
 	conns     int32        // connections handed to the call (caller's goroutine)
@@ -429,7 +427,8 @@ func (j *lazyJar) SetCookies(u *url.URL, cookies []*nethttp.Cookie) {
 	j.jar.SetCookies(u, cookies)
 }
 
-// maxKeptBody bounds the body buffer a VU keeps between calls.
+// maxKeptBody bounds the body buffer a VU keeps between calls: a larger
+// one, for a max_body above it, is dropped after its call.
 const maxKeptBody = 1 << 20
 
 // Prepare renders a request that is the same for every call once, for
@@ -482,14 +481,13 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		v.active.Store(nil)
 		if err == nil {
 			end := time.Now()
-			v.lastEnd = end
 			if out.newConn {
 				emit(protocols.Sample{Metric: protocols.MetricConnect, Time: out.connected, Value: out.connect})
 			}
 			if out.ttfb > 0 {
 				emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: start.Add(out.ttfb), Value: out.ttfb, Status: out.status})
 			}
-			emit(protocols.Sample{
+			s := protocols.Sample{
 				Metric:        protocols.MetricRequest,
 				Time:          end,
 				Value:         end.Sub(start),
@@ -498,15 +496,13 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 				Message:       out.msg,
 				BytesSent:     v.wire.sent.Load() - sent,
 				BytesReceived: v.wire.received.Load() - received,
-				Body:          out.body,
 				Headers:       out.headers,
-			})
-			if cap(v.body) > maxKeptBody {
-				v.body = nil
 			}
-			if v.decoded.Cap() > maxKeptBody {
-				v.decoded = bytes.Buffer{}
+			if out.scanned {
+				v.scan.Fill(&s)
 			}
+			emit(s)
+			v.scan.Shrink(maxKeptBody)
 			return
 		}
 		// errHTTP2: nothing was sent; the call goes through net/http on
@@ -524,15 +520,15 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 	rctx, cancel := context.WithTimeout(ctx, opt.timeout)
 	defer cancel()
 	st.reset(start, cancel)
-	st.idle = start.Sub(v.lastEnd) >= idlePeek
 	req = req.WithContext(httptrace.WithClientTrace(rctx, &st.trace))
 	sent, received := v.wire.sent.Load(), v.wire.received.Load()
 
 	v.wire.inflight.Store(st)
 	resp, err := v.send(req)
 	var status int
-	var body []byte
 	var headers map[string][]string
+	var decodeErr error
+	scanned := false
 	if resp != nil {
 		status = resp.StatusCode
 		if call.KeepHeaders {
@@ -542,11 +538,11 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 			headers = resp.Header
 		}
 		if err == nil {
-			if call.KeepBody {
-				buf := bytes.NewBuffer(v.body[:0])
-				_, err = buf.ReadFrom(resp.Body)
-				v.body = buf.Bytes()
-				body = v.body
+			if scans(&call) {
+				// As the engine does: checks and captures read the
+				// decoded body, as it streams.
+				decodeErr, err = v.scanNetBody(resp.Body, []byte(resp.Header.Get("Content-Encoding")), &call)
+				scanned = err == nil && decodeErr == nil
 			} else {
 				_, err = io.Copy(io.Discard, resp.Body)
 			}
@@ -554,18 +550,7 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 		}
 	}
 	v.wire.inflight.Store(nil)
-	var decodeErr error
-	if err == nil && len(body) > 0 {
-		// As the engine does: checks and captures read the decoded body.
-		switch enc := h1.EncodingOf([]byte(resp.Header.Get("Content-Encoding"))); enc {
-		case h1.Gzip, h1.Deflate:
-			if body, decodeErr = v.decode(body, enc); decodeErr != nil {
-				body = nil
-			}
-		}
-	}
 	end := time.Now()
-	v.lastEnd = end
 
 	kind, msg := protocols.ErrNone, ""
 	if decodeErr != nil {
@@ -586,7 +571,7 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 	if fb := time.Duration(st.firstByte.Load()); fb > 0 {
 		emit(protocols.Sample{Metric: protocols.MetricTTFB, Time: start.Add(fb), Value: fb, Status: status})
 	}
-	emit(protocols.Sample{
+	s := protocols.Sample{
 		Metric:        protocols.MetricRequest,
 		Time:          end,
 		Value:         end.Sub(start),
@@ -595,10 +580,11 @@ func (c *Client) doNetHTTP(ctx context.Context, v *vu, call protocols.Call, rd *
 		Message:       msg,
 		BytesSent:     v.wire.sent.Load() - sent,
 		BytesReceived: v.wire.received.Load() - received,
-		Body:          body,
 		Headers:       headers,
-	})
-	if cap(v.body) > maxKeptBody {
-		v.body = nil
 	}
+	if scanned {
+		v.scan.Fill(&s)
+	}
+	emit(s)
+	v.scan.Shrink(maxKeptBody)
 }

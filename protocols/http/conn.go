@@ -115,7 +115,7 @@ func (c *tlsConn) Write(p []byte) (int, error) {
 type guard struct {
 	wire *wire
 	// tcp is the TCP connection under the guarded one, peeked at before a
-	// call that follows an idle pause writes on it.
+	// call writes on it.
 	tcp *net.TCPConn
 	// armed is the call whose request was written and whose response has
 	// not begun; closed is set once a read failed. answered is set once a
@@ -131,16 +131,16 @@ var errClosedBeforeWrite = fmt.Errorf("the server closed the connection before t
 
 // arm arms the guard with the call in flight, if any, before a write, and
 // returns what it was armed with; it refuses the write on a closed
-// connection. When the call comes after an idle pause, its first write
-// peeks first: the server may have closed the connection as idle, and the
-// reader may not have run since.
+// connection. A call's first write on the connection peeks first: the
+// server may have closed it, right after its last response or as idle,
+// and the reader may not have run since.
 func (g *guard) arm() (prev *callState, err error) {
 	if g.closed.Load() {
 		return nil, errClosedBeforeWrite
 	}
 	if s := g.wire.inflight.Load(); s != nil {
 		prev = g.armed.Swap(s)
-		if prev != s && s.idle && g.tcp != nil && peerClosed(g.tcp) {
+		if prev != s && g.tcp != nil && peerClosed(g.tcp) {
 			g.armed.Store(prev)
 			g.closed.Store(true)
 			return nil, errClosedBeforeWrite

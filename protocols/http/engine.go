@@ -2,8 +2,6 @@ package http
 
 import (
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -46,6 +44,10 @@ type h1conn struct {
 	// x and step are send's state and its function for RawConn.Read.
 	x    exchange
 	step func(uintptr) bool
+	// peek looks at the TCP connection under TLS before it is reused, and
+	// one takes what TLS reads then; see staleTLS.
+	peek peeker
+	one  [1]byte
 }
 
 func (c *h1conn) close() {
@@ -245,10 +247,11 @@ func addrOf(key string) (scheme, addr string) {
 
 // conn returns a connection for h: slot's connection to the target, or the
 // VU's one connection to another host. A new connection to the target
-// offers h2 when offerH2 is set. A connection that the server closed
-// while the VU paused is seen by a peek and replaced before anything is
-// written on it. h2 is a new TLS connection that negotiated HTTP/2.
-func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, deadline time.Time, offerH2 bool) (cn *h1conn, h2 *tls.Conn, err error) {
+// offers h2 when offerH2 is set. A kept-alive TLS connection that the
+// server closed is seen by a peek and replaced before anything is written
+// on it; a plain one is checked by send, in the same system call as its
+// write. h2 is a new TLS connection that negotiated HTTP/2.
+func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, deadline time.Time, offerH2 bool) (cn *h1conn, h2 *tls.Conn, err error) {
 	key := h.key
 	var ref **h1conn
 	if key == "" {
@@ -261,7 +264,7 @@ func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, idle bool, d
 		cn.close()
 		*ref, cn = nil, nil
 	}
-	if cn != nil && idle && cn.tcp.guard.tcp != nil && peerClosed(cn.tcp.guard.tcp) {
+	if cn != nil && cn.answered && cn.raw == nil && cn.staleTLS() {
 		cn.close()
 		*ref, cn = nil, nil
 	}
@@ -309,12 +312,37 @@ func (c *Client) dial(ctx context.Context, v *vu, key string, deadline time.Time
 			return nil, tc, nil
 		}
 		cn.conn = tc
+		cn.peek.init(tcp.Conn)
 	} else {
 		cn.raw = rawOf(tcp.Conn)
 	}
 	cn.rd = h1.NewReader(cn.conn, &c.pool)
 	return cn, nil, nil
 }
+
+// staleTLS reports whether a kept-alive connection over TLS cannot carry
+// another request: the server closed it (an end of stream or a reset under
+// TLS, or TLS's close_notify), or sent bytes no request asked for. A peek
+// at the TCP socket costs one system call. When bytes wait there, TLS
+// reads them, for tlsLook at most: a close_notify reads as the end at
+// once, and so do application bytes; a handshake message (a TLS 1.3
+// session ticket, a key update) is taken in, and the read then waits for
+// more until tlsLook ends it. The call's deadline is set after this.
+func (cn *h1conn) staleTLS() bool {
+	switch cn.peek.look() {
+	case peekNothing:
+		return false
+	case peekClosed:
+		return true
+	}
+	// A deadline already past would fail the read before it reads.
+	cn.conn.SetReadDeadline(time.Now().Add(tlsLook))
+	n, err := cn.conn.Read(cn.one[:])
+	return n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// tlsLook bounds the read of bytes that came on an idle TLS connection.
+const tlsLook = time.Millisecond
 
 // readHead reads the head of the final response, through interim ones,
 // and times its first byte: the time to first byte is the final
@@ -379,7 +407,10 @@ type outcome struct {
 	connected time.Time
 	newConn   bool
 	headers   map[string][]string
-	body      []byte
+	// scanned says the body went through the VU's scan, for the sample;
+	// decodeErr says why it could not be decoded.
+	scanned   bool
+	decodeErr error
 }
 
 // errHTTP2 says the call's new connection negotiated HTTP/2: the VU goes
@@ -391,7 +422,6 @@ var errHTTP2 = errors.New("the server chose HTTP/2")
 func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rendered, start time.Time, out *outcome) error {
 	deadline := start.Add(rd.opt.timeout)
 	v.watch(ctx)
-	idle := start.Sub(v.lastEnd) >= idlePeek
 	slot := v.next
 	if v.next++; v.next == len(v.conns) {
 		v.next = 0
@@ -408,7 +438,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			var err error
 			// Only a call's first request may find HTTP/2: after a
 			// redirect, net/http would send the first request again.
-			cn, h2, err = c.conn(ctx, v, &h, slot, idle, deadline, hops == 0)
+			cn, h2, err = c.conn(ctx, v, &h, slot, deadline, hops == 0)
 			if h2 != nil {
 				v.handoff(h2)
 				return errHTTP2
@@ -454,11 +484,17 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			v.setCookies(cookieURL(h.url, h.host), resp)
 		}
 		redirect := c.cfg.follow && len(resp.Location) > 0 && isRedirectStatus(resp.Status)
-		keep := !redirect && call.KeepBody
 		if !redirect && call.KeepHeaders {
 			out.headers = headerMap(resp)
 		}
-		v.body, err = cn.rd.ReadBody(resp, v.body[:0], keep)
+		if !redirect && scans(&call) {
+			out.decodeErr, err = v.scanEngineBody(cn.rd, resp, &call)
+			// A body cut short says nothing whole: as before bodies
+			// streamed, the checks of such a call see none.
+			out.scanned = err == nil
+		} else {
+			_, err = cn.rd.ReadBody(resp, nil, false)
+		}
 		if err != nil {
 			v.drop(cn)
 			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, true, cn.answered)
@@ -472,9 +508,6 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			cn.rd.Release()
 		}
 		if !redirect {
-			if keep {
-				out.body = v.body
-			}
 			break
 		}
 		if hops+1 > c.cfg.maxRedirects {
@@ -490,14 +523,10 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		v.wbuf = appendRequest(v.wbuf[:0], &h, v.cookieHeader(h.url, h.host))
 		wire = v.wbuf
 	}
-	if call.KeepBody && len(out.body) > 0 && (resp.Encoding == h1.Gzip || resp.Encoding == h1.Deflate) {
-		body, err := v.decode(out.body, resp.Encoding)
-		if err != nil {
-			out.kind, out.msg = protocols.ErrProtocol, err.Error()
-			out.body = nil
-			return nil
-		}
-		out.body = body
+	if out.decodeErr != nil {
+		// Checks and captures read bodies decoded: this one cannot be.
+		out.kind, out.msg, out.scanned = protocols.ErrProtocol, out.decodeErr.Error(), false
+		return nil
 	}
 	if rd.opt.expected.failed(out.status) {
 		out.kind, out.msg = statusKind(out.status), statusLine(out.status, resp.Reason, &rd.opt.expected)
@@ -539,6 +568,8 @@ func nextHop(prev *hop, resp *h1.Response, baseKey string) (hop, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return hop{}, fmt.Errorf("a redirect to %q, which is not an http or https URL", loc)
 	}
+	// A Location's query is sent as the test's own are: see escapeQuery.
+	u.RawQuery = escapeQuery(u.RawQuery)
 	next := hop{method: prev.method, url: u, headers: prev.headers, strip: prev.strip, stripBody: prev.stripBody}
 	if prev.host != "" && prev.host != prev.url.Host {
 		if l, _ := url.Parse(loc); l != nil && !l.IsAbs() {
@@ -605,44 +636,6 @@ func headerMap(resp *h1.Response) map[string][]string {
 		h[k] = append(h[k], string(f.Value))
 	}
 	return h
-}
-
-// decode returns body decoded from enc, into the VU's reused buffer and
-// readers.
-func (v *vu) decode(body []byte, enc h1.Encoding) ([]byte, error) {
-	v.src.Reset(body)
-	var r io.Reader
-	name := "gzip"
-	switch enc {
-	case h1.Gzip:
-		if v.gz == nil {
-			gz, err := gzip.NewReader(&v.src)
-			if err != nil {
-				return nil, fmt.Errorf("the response's gzip body could not be decoded: %v", err)
-			}
-			v.gz = gz
-		} else if err := v.gz.Reset(&v.src); err != nil {
-			return nil, fmt.Errorf("the response's gzip body could not be decoded: %v", err)
-		}
-		r = v.gz
-	default:
-		name = "deflate"
-		if v.zl == nil {
-			zl, err := zlib.NewReader(&v.src)
-			if err != nil {
-				return nil, fmt.Errorf("the response's deflate body could not be decoded: %v", err)
-			}
-			v.zl = zl
-		} else if err := v.zl.(zlib.Resetter).Reset(&v.src, nil); err != nil {
-			return nil, fmt.Errorf("the response's deflate body could not be decoded: %v", err)
-		}
-		r = v.zl
-	}
-	v.decoded.Reset()
-	if _, err := v.decoded.ReadFrom(r); err != nil {
-		return nil, fmt.Errorf("the response's %s body could not be decoded: %v", name, err)
-	}
-	return v.decoded.Bytes(), nil
 }
 
 // handoff gives an HTTP/2 connection to the VU's net/http transport, which

@@ -201,7 +201,7 @@ func parseTarget(target cty.Value) (*targetConfig, error) {
 		cfg.headers = append(cfg.headers, header{key: "Authorization", vals: []string{"Basic " + auth}})
 	}
 	cfg.baseKey = keyOf(u)
-	cfg.baseQuery = u.RawQuery
+	cfg.baseQuery = escapeQuery(u.RawQuery)
 	b := *u
 	b.RawQuery, b.ForceQuery, b.Fragment, b.RawFragment = "", false, "", ""
 	cfg.baseURL = strings.TrimRight(b.String(), "/")

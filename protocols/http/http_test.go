@@ -527,7 +527,7 @@ func TestHTTP2(t *testing.T) {
 }
 
 // rawServer accepts connections on 127.0.0.1 and hands each to serve.
-func rawServer(t *testing.T, serve func(net.Conn)) string {
+func rawServer(t testing.TB, serve func(net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -442,6 +442,10 @@ func requestURL(cfg *targetConfig, s *scratch, reuse bool) (*url.URL, error) {
 		if u, err = url.Parse(raw + joined); err != nil {
 			return nil, protocols.AttrErrorf("path", "%q does not make a URL with the target's base_url: %v", path, errors.Unwrap(err))
 		}
+		// url.Parse keeps a path's query as written, which may hold
+		// what a request line cannot: encoded as EscapedPath encodes
+		// the path.
+		u.RawQuery = escapeQuery(u.RawQuery)
 	}
 	if cfg.baseQuery != "" {
 		if u.RawQuery == "" {
@@ -459,6 +463,54 @@ func requestURL(cfg *targetConfig, s *scratch, reuse bool) (*url.URL, error) {
 	}
 	s.lastURL = u
 	return u, nil
+}
+
+// escapeQuery returns q with every byte that may not appear as it is in a
+// URL's query (RFC 3986 3.4) percent-encoded: a space, '"', '<', '>',
+// '\', '^', '`', '{', '|', '}', control characters, bytes of non-ASCII
+// characters, and a '%' that does not begin a %XX escape. What may appear
+// is kept as written: letters and digits, "-._~", the delimiters
+// "!$&'()*+,;=:@/?" (so '&' and '=' still split the query, and '+' is
+// the server's to read), and %XX escapes. A query that needs nothing is
+// returned as it is, without allocating.
+func escapeQuery(q string) string {
+	i := 0
+	for i < len(q) && queryKeeps(q, i) {
+		i++
+	}
+	if i == len(q) {
+		return q
+	}
+	const hex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(q)+16)
+	b = append(b, q[:i]...)
+	for ; i < len(q); i++ {
+		if c := q[i]; queryKeeps(q, i) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}
+
+// queryKeeps reports whether q[i] may stay as it is in a URL's query.
+func queryKeeps(q string, i int) bool {
+	c := q[i]
+	if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+		return true
+	}
+	switch c {
+	case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@', '/', '?':
+		return true
+	case '%':
+		return i+2 < len(q) && isHex(q[i+1]) && isHex(q[i+2])
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH (RFC 5789).

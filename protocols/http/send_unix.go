@@ -4,6 +4,7 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -34,6 +35,19 @@ func rawOf(c net.Conn) syscall.RawConn {
 // a read error is kept in cn.earlyErr for readHead. A write that does not
 // finish at once (a full send buffer) is finished by the conn's Write, and
 // the response is then read as usual.
+//
+// On a connection that answered before, send first reads without waiting,
+// in the same RawConn.Read, before it writes: the server may have closed
+// the connection right after its last response (an end of stream, with no
+// Connection: close), and that end must be seen now. The poller's
+// readiness was reset on entry, so a close that came before wakes no
+// wait: a request written on such a connection would wait for an answer
+// that never comes (a server that closed its write side only reads it and
+// says nothing). The read that finds nothing (EAGAIN) is the one system
+// call this costs; a close that comes after it wakes the wait. A
+// connection found closed, or holding bytes no request asked for, is
+// refused with nothing written (errClosedBeforeWrite), and the call goes
+// on a new one.
 func (cn *h1conn) send(wire []byte) (int, error) {
 	if cn.raw == nil || len(wire) == 0 {
 		return cn.conn.Write(wire)
@@ -41,15 +55,20 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 	c := cn.tcp
 	c.wire.sent.Add(int64(len(wire)))
 	x := &cn.x
-	*x = exchange{wire: wire, buf: cn.rd.Space()}
+	*x = exchange{wire: wire, buf: cn.rd.Space(), check: cn.answered}
 	if cn.step == nil {
 		// Made once per connection: a closure made per call would
 		// be allocated per call, as RawConn.Read keeps it.
 		cn.step = x.step
 	}
 	err := cn.raw.Read(cn.step)
-	wrote, got, werr, rerr, read := x.wrote, x.got, x.werr, x.rerr, x.read
+	wrote, got, werr, rerr, read, stale := x.wrote, x.got, x.werr, x.rerr, x.read, x.stale
 	*x = exchange{}
+	if stale != nil {
+		c.wire.sent.Add(-int64(len(wire)))
+		c.wire.received.Add(int64(got))
+		return 0, staleError(stale)
+	}
 	if wrote < len(wire) {
 		if werr == nil && err == nil {
 			// The send buffer is full: the conn's Write waits, with
@@ -88,12 +107,54 @@ type exchange struct {
 	wrote, got int
 	werr, rerr error
 	read       bool // a read returned data, the end or an error
+	// check says to read once before writing; stale says what that read
+	// found instead of nothing: the end, an error, or stray bytes.
+	check bool
+	stale error
 }
 
-// step is RawConn.Read's function: it writes the request, then waits
-// (returns false) for the response, then reads it. It returns true early
-// when the write does not finish at once.
+// errStray is bytes that came on a connection between two calls: no
+// request asked for them, and they would be read as the next response.
+var errStray = errors.New("the server sent bytes no request asked for")
+
+// staleError is why a connection was refused before a write: it wraps
+// errClosedBeforeWrite, whose end of stream classifies it, and says what
+// was seen.
+func staleError(seen error) error {
+	if seen == io.EOF {
+		return errClosedBeforeWrite
+	}
+	return fmt.Errorf("%w (%v)", errClosedBeforeWrite, seen)
+}
+
+// step is RawConn.Read's function: it checks the connection when asked,
+// writes the request, then waits (returns false) for the response, then
+// reads it. It returns true early when the check finds the connection
+// unusable, or when the write does not finish at once.
 func (x *exchange) step(fd uintptr) bool {
+	if x.check {
+		x.check = false
+		for {
+			m, e := syscall.Read(int(fd), x.buf)
+			if e == syscall.EINTR {
+				continue
+			}
+			switch {
+			case e == syscall.EAGAIN:
+				// Nothing came since the last response: write.
+			case e != nil:
+				x.stale = os.NewSyscallError("read", e)
+			case m == 0:
+				x.stale = io.EOF
+			default:
+				x.got, x.stale = m, errStray
+			}
+			break
+		}
+		if x.stale != nil {
+			return true
+		}
+	}
 	if x.wrote < len(x.wire) {
 		for x.wrote < len(x.wire) {
 			m, e := syscall.Write(int(fd), x.wire[x.wrote:])

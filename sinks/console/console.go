@@ -117,13 +117,23 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		return nil
 	}
 	for _, warning := range snap.Warnings {
-		if _, err := fmt.Fprintf(s.w, "[%5s] WARNING: %s\n", snap.Elapsed.Round(time.Second), warning); err != nil {
+		// A warning may quote a server's answer.
+		if _, err := fmt.Fprintf(s.w, "[%5s] WARNING: %s\n", snap.Elapsed.Round(time.Second), metrics.Printable(warning)); err != nil {
 			return err
 		}
 	}
 	s.window.add(&snap)
-	// The run's last snapshot is always printed: there is no next line to
-	// fold it into.
+	if snap.Final && snap.RateStart.Before(snap.Start) && s.window.empty() {
+		// The run's last snapshot, a few milliseconds after the last
+		// tick, in which nothing ended: its line would repeat the one
+		// before at the same second, with that one's rate (the core
+		// spreads a short last interval's rate over the one before) and
+		// no latency.
+		s.window = progress{}
+		return nil
+	}
+	// The run's last snapshot is otherwise always printed: there is no
+	// next line to fold it into.
 	if s.opts.Interval > 0 && snap.Elapsed-s.lastPrint < s.opts.Interval && !snap.Final {
 		return nil
 	}
@@ -180,6 +190,13 @@ func (w *progress) add(snap *metrics.Snapshot) {
 	}
 	w.gauges = snap.Gauges
 	w.capacity = snap.Capacity
+}
+
+// empty reports whether nothing ended in the window: no call, no flow,
+// no setup, and no iteration was dropped.
+func (w *progress) empty() bool {
+	return w.count == 0 && w.errors == 0 && w.flowCount == 0 && w.flowFailed == 0 &&
+		w.setupFailed == 0 && w.dropped == 0
 }
 
 // progressLine renders e.g.

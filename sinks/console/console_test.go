@@ -76,7 +76,9 @@ func sampleSummary() metrics.Summary {
 			},
 		},
 		Metrics: map[string]metrics.MetricFigures{
-			"sse_delivery": {Count: 29_747, LatencyFigures: metrics.LatencyFigures{Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115}},
+			"sse_delivery": {Count: 29_747, Rate: 99.2, LatencyFigures: metrics.LatencyFigures{Min: 0.3, Mean: 1.2, P50: 0.9, P90: 2.1, P95: 3, P99: 14, Max: 115}},
+			// A count: its samples carry no time, so it has no time figures.
+			"sse_events": {Count: 59_494, Rate: 198.3},
 		},
 		GaugesMax: map[string]int64{"sse_open_streams": 200},
 		Warnings:  []string{`scenario "browse", request "main": path failed to evaluate in 3 iterations`},
@@ -466,5 +468,88 @@ func TestProgressFlows(t *testing.T) {
 		"[   7s] vus 40  rps 100  err 0%  p95 10.0ms  dropped 1\n"
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestProgressEmptyLastInterval: the run's last snapshot, a few
+// milliseconds after the last tick, prints no line when nothing ended in
+// it (the core put the rate of the interval before over it), and prints
+// one when something did: a call, or a dropped iteration.
+func TestProgressEmptyLastInterval(t *testing.T) {
+	tail := func(count int64, dropped int64) metrics.Snapshot {
+		s := snapshot(2*time.Second+4*time.Millisecond, count, 0, 0)
+		s.Start, s.RateStart, s.Final = t0.Add(2*time.Second), t0.Add(time.Second), true
+		s.Series[0].RPS = 90 / 1.004
+		s.Dropped = map[string]int64{"notify": dropped}
+		return s
+	}
+	cases := []struct {
+		name string
+		last metrics.Snapshot
+		want string
+	}{
+		{"nothing ended", tail(0, 0), ""},
+		{"a call ended", tail(1, 0), "[   2s] vus 40  rps 90  err 0%  p95 0ms  dropped 0\n"},
+		{"an iteration dropped", tail(0, 3), "[   2s] vus 40  rps 90  err 0%  p95 0ms  dropped 3\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			s := New(&buf, Options{NoColor: true})
+			for _, snap := range []metrics.Snapshot{snapshot(time.Second, 90, 0, 10), snapshot(2*time.Second, 90, 0, 10), tc.last} {
+				if err := s.Write(snap); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := "[   1s] vus 40  rps 90  err 0%  p95 10.0ms  dropped 1\n" +
+				"[   2s] vus 40  rps 90  err 0%  p95 10.0ms  dropped 1\n" + tc.want
+			if buf.String() != want {
+				t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+			}
+		})
+	}
+}
+
+// TestServerTextEscaped: a server's words, wherever the console shows
+// them (a live warning, the errors by kind and their kinds, the
+// warnings, the sink errors, the runtime failure and the verdict), have
+// their control characters escaped: they cannot clear the screen or
+// retitle the terminal.
+func TestServerTextEscaped(t *testing.T) {
+	const hostile = "\x1b[2J\x1b]0;owned\x07"
+	const shown = `\x1b[2J\x1b]0;owned\x07`
+	var buf bytes.Buffer
+	s := New(&buf, Options{NoColor: true})
+	snap := snapshot(time.Second, 10, 10, 5)
+	snap.Warnings = []string{"live " + hostile}
+	if err := s.Write(snap); err != nil {
+		t.Fatal(err)
+	}
+	sum := sampleSummary()
+	send := sum.Scenarios["notify"].Requests["send"]
+	send.ErrorsByKind["kind"+hostile] = 1
+	send.ErrorMessages["http_4xx"] = []string{"429 " + hostile}
+	sum.Warnings = []string{"warning " + hostile}
+	sum.SinkErrors = []string{"sink " + hostile}
+	sum.Failed = "failed " + hostile + "\nplugin stderr " + hostile
+	if err := s.Close(sum); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if i := strings.IndexAny(out, "\x1b\x07"); i >= 0 {
+		t.Errorf("a control character at %d: %q", i, out[max(0, i-40):min(len(out), i+40)])
+	}
+	for _, want := range []string{
+		"WARNING: live " + shown + "\n",
+		"http_4xx: 429 " + shown + "\n",
+		"kind" + shown + " 1",
+		"  - warning " + shown + "\n",
+		"  - sink " + shown + "\n",
+		"FAILED: failed " + shown + ";",
+		"FAIL: the run failed: failed " + shown + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the console lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -92,7 +92,7 @@ func (p *printer) run(sum *metrics.Summary) {
 	if sum.Failed != "" {
 		// Only the first line: the error's details (a plugin's stderr)
 		// follow the summary on stderr.
-		first, _, _ := strings.Cut(sum.Failed, "\n")
+		first, _, _ := strings.Cut(metrics.Printable(sum.Failed), "\n")
 		if sum.DurationS == 0 {
 			// Nothing ran (a sink could not start): no figures to qualify,
 			// and the verdict line says why.
@@ -292,19 +292,21 @@ func (p *printer) errors(names []string, reqs map[string]*metrics.RequestFigures
 		p.printf("    %s  %s\n", pad(n, width), line)
 		for _, kind := range slices.Sorted(maps.Keys(r.ErrorMessages)) {
 			for _, m := range r.ErrorMessages[kind] {
-				p.printf("    %s    %s: %s\n", pad("", width), kind, oneLine(m))
+				p.printf("    %s    %s: %s\n", pad("", width), metrics.Printable(kind), oneLine(m))
 			}
 		}
 	}
 }
 
-// oneLine keeps a message on one line of the table.
+// oneLine keeps a message on one line of the table, its control
+// characters escaped: messages carry the server's words.
 func oneLine(m string) string {
-	return strings.Join(strings.Fields(m), " ")
+	return strings.Join(strings.Fields(metrics.Printable(m)), " ")
 }
 
 // metrics prints the protocol metrics other than the request latency, such
-// as time to first byte or SSE delivery latency.
+// as time to first byte or SSE delivery latency, each with its count and
+// its rate per second; a count, such as sse_events, has no time figures.
 func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
 	if len(ms) == 0 {
 		return
@@ -323,12 +325,15 @@ func (p *printer) metrics(ms map[string]metrics.MetricFigures) {
 		}
 		io.WriteString(tw, "\n")
 	}
-	row(pad("  metric", width+2), "count", "mean", "min", "p50", "p90", "p95", "p99", "max")
+	row(pad("  metric", width+2), "count", "per s", "mean", "min", "p50", "p90", "p95", "p99", "max")
 	for _, n := range names {
 		m := ms[n]
-		row(pad("  "+n, width+2), strconv.FormatInt(m.Count, 10),
-			formatMs(m.Mean), formatMs(m.Min), formatMs(m.P50), formatMs(m.P90),
-			formatMs(m.P95), formatMs(m.P99), formatMs(m.Max))
+		cells := []string{pad("  "+n, width+2), strconv.FormatInt(m.Count, 10), strconv.FormatFloat(m.Rate, 'f', 1, 64)}
+		if !m.CountOnly() {
+			cells = append(cells, formatMs(m.Mean), formatMs(m.Min), formatMs(m.P50), formatMs(m.P90),
+				formatMs(m.P95), formatMs(m.P99), formatMs(m.Max))
+		}
+		row(cells...)
 	}
 	tw.Flush()
 }
@@ -354,7 +359,8 @@ func (p *printer) warnings(ws []string) {
 	}
 	p.printf("\nwarnings\n")
 	for _, w := range ws {
-		p.printf("  - %s\n", w)
+		// A warning may quote a server's answer.
+		p.printf("  - %s\n", metrics.Printable(w))
 	}
 }
 
@@ -411,7 +417,7 @@ func (p *printer) verdict(sum *metrics.Summary) {
 	p.printf("\n")
 	switch {
 	case sum.Failed != "":
-		p.printf("%s: the run failed: %s\n", p.paint("FAIL", false), strings.SplitN(sum.Failed, "\n", 2)[0])
+		p.printf("%s: the run failed: %s\n", p.paint("FAIL", false), strings.SplitN(metrics.Printable(sum.Failed), "\n", 2)[0])
 	case len(sum.SinkErrors) > 0:
 		p.printf("%s: a sink failed, and the results it holds are incomplete: %s\n",
 			p.paint("FAIL", false), oneLine(sum.SinkErrors[0]))
@@ -495,7 +501,7 @@ func counts(m map[string]int64) string {
 		if i > 0 {
 			b.WriteString("  ")
 		}
-		b.WriteString(k)
+		b.WriteString(metrics.Printable(k)) // a plugin names its error kinds
 		b.WriteByte(' ')
 		b.WriteString(strconv.FormatInt(m[k], 10))
 	}

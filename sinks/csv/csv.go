@@ -438,10 +438,18 @@ func appendRawRow(b []byte, r *metrics.RawRecord) []byte {
 	return append(b, '\n')
 }
 
-// appendField appends a field quoted as encoding/csv would quote it, so
-// that names and error texts with commas, quotes or newlines read back
-// unchanged.
+// appendField appends a text field quoted as encoding/csv would quote
+// it, so that names and error kinds with commas, quotes or newlines read
+// back unchanged. A protocol names the error kinds, and a plugin's may
+// come from its server, so the text is made safe first: its control
+// characters escaped (metrics.Printable), and a field that a spreadsheet
+// would run as a formula (starting with =, +, -, @ or a tab) prefixed
+// with ', as OWASP's advice on CSV injection says.
 func appendField(b []byte, f string) []byte {
+	f = metrics.Printable(f)
+	if f != "" && strings.IndexByte("=+-@\t", f[0]) >= 0 {
+		f = "'" + f
+	}
 	if !fieldNeedsQuotes(f) {
 		return append(b, f...)
 	}

@@ -197,12 +197,15 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(float64(bytes)/1024/seconds, 'f', 1, 64)
 	},
-	"timed":    func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
-	"inc":      func(i int) int { return i + 1 },
-	"stepNote": stepNote,
-	"figures":  func() []compare.Figure { return compare.Figures },
-	"point":    compare.Point,
-	"verdict":  compare.VerdictOf,
+	"timed": func(m metrics.MetricFigures) bool { return m.Max > 0 && !math.IsNaN(m.Max) },
+	"inc":   func(i int) int { return i + 1 },
+	// The template escapes HTML, not the control characters a server's
+	// words may carry; the page's embedded JSON escapes them itself.
+	"printable": metrics.Printable,
+	"stepNote":  stepNote,
+	"figures":   func() []compare.Figure { return compare.Figures },
+	"point":     compare.Point,
+	"verdict":   compare.VerdictOf,
 }
 
 // stepNote marks a capacity search's step in its table: the saturation

@@ -291,6 +291,9 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 		wake:      make(chan struct{}, 1),
 		failed:    make(chan error, 1),
 		ledger:    delivery.LedgerFrom(ctx),
+		// From a plugin built before the field: false, so the core has
+		// it keep bodies for checks, as before.
+		searchesBody: resp.SearchesBody,
 	}
 	if r.opts.ProtocolVersion >= 3 {
 		// Built per client: the numbers of its types are its stream's.
@@ -348,6 +351,10 @@ type pendingCall struct {
 	// more says samples came for the call while it runs on (a long call
 	// streams them); capacity 1, so signals coalesce.
 	more chan struct{}
+
+	// maxBody and bodyContains are Call.MaxBody and Call.BodyContains.
+	maxBody      int64
+	bodyContains []string
 }
 
 var pendingCalls = sync.Pool{New: func() any {
@@ -380,6 +387,8 @@ type client struct {
 
 	wake   chan struct{} // capacity 1, so wakes coalesce
 	failed chan error    // capacity 1: the one failure
+	// searchesBody says the plugin's client is a protocols.BodySearcher.
+	searchesBody bool
 
 	encoded encodeCache // request encodings, reused while the value repeats
 	// attrs encodes requests by attribute; nil at wire version 2.
@@ -421,11 +430,16 @@ type ledgerStep struct {
 }
 
 var (
-	_ protocols.Client   = (*client)(nil)
-	_ protocols.Failer   = (*client)(nil)
-	_ protocols.Gauger   = (*client)(nil)
-	_ protocols.Preparer = (*client)(nil)
+	_ protocols.Client       = (*client)(nil)
+	_ protocols.Failer       = (*client)(nil)
+	_ protocols.Gauger       = (*client)(nil)
+	_ protocols.Preparer     = (*client)(nil)
+	_ protocols.BodySearcher = (*client)(nil)
 )
+
+// SearchesBody implements protocols.BodySearcher with what the plugin said
+// of its client when it opened it.
+func (c *client) SearchesBody() bool { return c.searchesBody }
 
 // prepareTimeout bounds a Prepare RPC, which decodes a value and has the
 // protocol render it, before any load.
@@ -500,6 +514,7 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 	p.vu, p.iteration, p.planned = call.VU, call.Iteration, unixNano(call.Planned)
 	p.keepBody, p.keepHeaders = call.KeepBody, call.KeepHeaders
+	p.maxBody, p.bodyContains = call.MaxBody, call.BodyContains
 	p.samples = p.samples[:0]
 	p.outcome = protocols.ErrNone
 	p.finishing = false
@@ -580,6 +595,7 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 	// Body is only valid during emit, so dropping the references is safe.
 	clear(p.samples)
+	p.bodyContains = nil
 	pendingCalls.Put(p)
 }
 
@@ -879,6 +895,15 @@ type callColumns struct {
 	// ledger key already in it.
 	ledger proto.LedgerSteps
 	keys   map[string]uint32
+	// sets finds a set of body_contains already in the batch, by its
+	// slice: a request's checks hand every call the same one.
+	sets map[setKey]uint32
+}
+
+// setKey names a Call.BodyContains by its backing array and length.
+type setKey struct {
+	first *string
+	n     int
 }
 
 func (w *callColumns) reset() {
@@ -886,6 +911,10 @@ func (w *callColumns) reset() {
 	b.CallId, b.Vu, b.Iteration = b.CallId[:0], b.Vu[:0], b.Iteration[:0]
 	b.PlannedUnixNano, b.KeepBody, b.Request = b.PlannedUnixNano[:0], b.KeepBody[:0], b.Request[:0]
 	b.Ending, b.KeepHeaders = b.Ending[:0], b.KeepHeaders[:0]
+	b.MaxBody, b.BodyContainsSet, b.BodyContainsSize = b.MaxBody[:0], b.BodyContainsSet[:0], b.BodyContainsSize[:0]
+	clear(b.BodyContains)
+	b.BodyContains = b.BodyContains[:0]
+	clear(w.sets)
 	clear(b.Requests)
 	b.Requests = b.Requests[:0]
 	if w.index == nil {
@@ -945,6 +974,27 @@ func (w *callColumns) addStep(s *ledgerStep) {
 	}
 }
 
+// set returns the number of a call's body_contains in the batch, adding
+// it the first time; 0 for none.
+func (w *callColumns) set(strs []string) uint32 {
+	if len(strs) == 0 {
+		return 0
+	}
+	key := setKey{unsafe.SliceData(strs), len(strs)}
+	if n, ok := w.sets[key]; ok {
+		return n
+	}
+	b := &w.batch
+	b.BodyContainsSize = append(b.BodyContainsSize, uint32(len(strs)))
+	b.BodyContains = append(b.BodyContains, strs...)
+	n := uint32(len(b.BodyContainsSize))
+	if w.sets == nil {
+		w.sets = make(map[setKey]uint32)
+	}
+	w.sets[key] = n
+	return n
+}
+
 func (w *callColumns) add(p *pendingCall) {
 	b := &w.batch
 	b.CallId = append(b.CallId, p.id)
@@ -966,6 +1016,18 @@ func (w *callColumns) add(p *pendingCall) {
 	// The two columns of version 3 start, as keep_headers does, at the
 	// first call that needs them.
 	before := len(b.CallId) - 1 // the calls before this one
+	if p.maxBody != 0 || len(b.MaxBody) > 0 {
+		for len(b.MaxBody) < before {
+			b.MaxBody = append(b.MaxBody, 0)
+		}
+		b.MaxBody = append(b.MaxBody, p.maxBody)
+	}
+	if len(p.bodyContains) > 0 || len(b.BodyContainsSet) > 0 {
+		for len(b.BodyContainsSet) < before {
+			b.BodyContainsSet = append(b.BodyContainsSet, 0)
+		}
+		b.BodyContainsSet = append(b.BodyContainsSet, w.set(p.bodyContains))
+	}
 	if p.prepared != 0 || len(b.Prepared) > 0 {
 		for len(b.Prepared) < before {
 			b.Prepared = append(b.Prepared, 0)
@@ -1049,6 +1111,7 @@ func (c *client) receive() {
 		body := 0    // the next of b.BodySample
 		message := 0 // the next of b.MessageSample
 		var headers headerReader
+		var found foundReader
 		for i, id := range b.CallId {
 			p := c.pending[id]
 			if p == nil {
@@ -1076,6 +1139,12 @@ func (c *client) receive() {
 			}
 			if body < len(b.BodySample) && int(b.BodySample[body]) == i {
 				sample.Body = b.Bodies[body]
+				if len(b.BodySize) > 0 {
+					sample.BodySize = b.BodySize[body]
+				}
+			}
+			if len(b.FoundSample) > 0 {
+				sample.BodyFound = found.next(b, i)
 			}
 			if b.Headers != nil {
 				sample.Headers = headers.next(b.Headers, i)
@@ -1107,6 +1176,27 @@ func (c *client) receive() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// foundReader walks a checked SampleBatch's found flags in sample order.
+type foundReader struct {
+	sample int // the next of b.FoundSample
+	flag   int // the first flag of that sample's
+}
+
+// next returns the found flags of the batch's i-th sample, a slice of the
+// batch's own column, or nil when it has none. Samples are asked for in
+// order.
+func (f *foundReader) next(b *proto.SampleBatch, i int) []bool {
+	for f.sample < len(b.FoundSample) && int(b.FoundSample[f.sample]) < i {
+		f.flag += int(b.FoundSize[f.sample])
+		f.sample++
+	}
+	if f.sample == len(b.FoundSample) || int(b.FoundSample[f.sample]) != i {
+		return nil
+	}
+	n := int(b.FoundSize[f.sample])
+	return b.Found[f.flag : f.flag+n : f.flag+n]
 }
 
 // headerReader walks a checked SampleBatch's headers in sample order.
@@ -1169,6 +1259,22 @@ func checkSampleBatch(b *proto.SampleBatch) error {
 		if int(s) >= n || (i > 0 && s <= b.BodySample[i-1]) {
 			return fmt.Errorf("body sample %d is out of order or range", s)
 		}
+	}
+	if len(b.BodySize) != 0 && len(b.BodySize) != len(b.Bodies) {
+		return fmt.Errorf("%d body sizes for %d bodies", len(b.BodySize), len(b.Bodies))
+	}
+	if len(b.FoundSample) != len(b.FoundSize) {
+		return fmt.Errorf("%d found samples with %d counts", len(b.FoundSample), len(b.FoundSize))
+	}
+	flags := 0
+	for i, s := range b.FoundSample {
+		if int(s) >= n || (i > 0 && s <= b.FoundSample[i-1]) {
+			return fmt.Errorf("found sample %d is out of order or range", s)
+		}
+		flags += int(b.FoundSize[i])
+	}
+	if flags != len(b.Found) {
+		return fmt.Errorf("%d found flags counted, %d sent", flags, len(b.Found))
 	}
 	if h := b.Headers; h != nil {
 		if len(h.Sample) != len(h.Lines) || len(h.Name) != len(h.Value) {

@@ -191,7 +191,8 @@ func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenR
 	id := s.nextID
 	s.clients[id] = &opened{client: client, mirror: m, prepared: make(map[uint32]preparedRequest)}
 	s.mu.Unlock()
-	return &proto.OpenResponse{ClientId: id}, nil
+	bs, ok := client.(protocols.BodySearcher)
+	return &proto.OpenResponse{ClientId: id, SearchesBody: ok && bs.SearchesBody()}, nil
 }
 
 // Prepare keeps a request the host will refer to by a handle, and has the
@@ -373,11 +374,18 @@ func (r *run) handle(b *proto.CallBatch) {
 	} else {
 		r.attrs.addTypes(b.Types)
 		attr := 0 // the first attribute entry of the next call by attribute
+		sets := bodyContainsSets(b)
 		for i, id := range b.CallId {
 			call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
 			// Empty when no call of the batch asks, or from a host built
 			// before the column.
 			call.KeepHeaders = len(b.KeepHeaders) > 0 && b.KeepHeaders[i]
+			if len(b.MaxBody) > 0 {
+				call.MaxBody = b.MaxBody[i]
+			}
+			if len(b.BodyContainsSet) > 0 && b.BodyContainsSet[i] != 0 {
+				call.BodyContains = sets[b.BodyContainsSet[i]-1]
+			}
 			if t := b.PlannedUnixNano[i]; t != 0 {
 				call.Planned = time.Unix(0, t)
 			}
@@ -438,6 +446,21 @@ func (r *run) preparedRequest(h uint32, call *protocols.Call) error {
 	return nil
 }
 
+// bodyContainsSets returns the sets of substrings of a checked batch, in
+// order: slices of its own column, which outlives its calls.
+func bodyContainsSets(b *proto.CallBatch) [][]string {
+	if len(b.BodyContainsSize) == 0 {
+		return nil
+	}
+	sets := make([][]string, len(b.BodyContainsSize))
+	at := 0
+	for i, n := range b.BodyContainsSize {
+		sets[i] = b.BodyContains[at : at+int(n) : at+int(n)]
+		at += int(n)
+	}
+	return sets
+}
+
 // checkCallBatch checks that b's columns agree, so a broken host fails its
 // calls rather than the plugin. attrs is the number of the request
 // schema's attributes.
@@ -456,6 +479,24 @@ func checkCallBatch(b *proto.CallBatch, attrs int) error {
 	}
 	if len(b.ByAttribute) != 0 && len(b.ByAttribute) != n {
 		return fmt.Errorf("by_attribute for %d of %d calls", len(b.ByAttribute), n)
+	}
+	if len(b.MaxBody) != 0 && len(b.MaxBody) != n {
+		return fmt.Errorf("max_body for %d of %d calls", len(b.MaxBody), n)
+	}
+	if len(b.BodyContainsSet) != 0 && len(b.BodyContainsSet) != n {
+		return fmt.Errorf("body_contains_set for %d of %d calls", len(b.BodyContainsSet), n)
+	}
+	strs := 0
+	for _, size := range b.BodyContainsSize {
+		strs += int(size)
+	}
+	if strs != len(b.BodyContains) {
+		return fmt.Errorf("%d body_contains counted, %d sent", strs, len(b.BodyContains))
+	}
+	for _, set := range b.BodyContainsSet {
+		if int(set) > len(b.BodyContainsSize) {
+			return fmt.Errorf("body_contains set %d of %d", set, len(b.BodyContainsSize))
+		}
 	}
 	byAttr := 0
 	for i, req := range b.Request {
@@ -693,7 +734,10 @@ func (cs *callState) emit(s protocols.Sample) {
 		// Copied: Body is valid only during emit.
 		s.Body = append([]byte(nil), s.Body...)
 	} else {
-		s.Body = nil
+		s.Body, s.BodySize = nil, 0
+	}
+	if s.BodyFound != nil {
+		s.BodyFound = append([]bool(nil), s.BodyFound...) // as Body
 	}
 	var headers []string
 	if cs.keepHeaders && s.Headers != nil {
@@ -920,7 +964,8 @@ func (w *sampleColumns) reset() {
 	b.Status, b.Error, b.BytesSent, b.BytesReceived = b.Status[:0], b.Error[:0], b.BytesSent[:0], b.BytesReceived[:0]
 	b.Names, b.BodySample = b.Names[:0], b.BodySample[:0]
 	clear(b.Bodies)
-	b.Bodies = b.Bodies[:0]
+	b.Bodies, b.BodySize = b.Bodies[:0], b.BodySize[:0]
+	b.FoundSample, b.FoundSize, b.Found = b.FoundSample[:0], b.FoundSize[:0], b.Found[:0]
 	b.MessageSample = b.MessageSample[:0]
 	clear(b.Messages)
 	b.Messages = b.Messages[:0]
@@ -951,6 +996,19 @@ func (w *sampleColumns) add(s *wireSample) {
 	if s.Body != nil {
 		b.BodySample = append(b.BodySample, uint32(len(b.CallId)-1))
 		b.Bodies = append(b.Bodies, s.Body)
+		// The sizes start, as a column of the call batch does, at the
+		// first body whose size says more than its length.
+		if s.BodySize != 0 || len(b.BodySize) > 0 {
+			for len(b.BodySize) < len(b.Bodies)-1 {
+				b.BodySize = append(b.BodySize, int64(len(b.Bodies[len(b.BodySize)])))
+			}
+			b.BodySize = append(b.BodySize, s.BodySize)
+		}
+	}
+	if s.BodyFound != nil {
+		b.FoundSample = append(b.FoundSample, uint32(len(b.CallId)-1))
+		b.FoundSize = append(b.FoundSize, uint32(len(s.BodyFound)))
+		b.Found = append(b.Found, s.BodyFound...)
 	}
 	if s.headers != nil {
 		h := &w.headers

@@ -506,56 +506,219 @@ func parseDecimal(b []byte) (int64, bool) {
 // ReadBody reads resp's body, appending it to dst when keep is set, and
 // returns dst.
 func (r *Reader) ReadBody(resp *Response, dst []byte, keep bool) ([]byte, error) {
+	b := r.Body(resp)
+	for {
+		p, err := b.Next()
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+		if keep {
+			dst = append(dst, p...)
+		}
+	}
+}
+
+// How a Body is framed.
+const (
+	framedNone = iota
+	framedLength
+	framedChunked
+	framedUntilClose
+)
+
+// Body reads one response's body as it comes, piece by piece, in the
+// reader's buffer: a body of any length is read through the reader's
+// buffer and nothing else. It is also an io.Reader and an io.ByteReader,
+// for a decoder (gzip) to read the body through.
+type Body struct {
+	r     *Reader
+	frame uint8
+	// inChunk says a chunk's data is being read (left is what remains of
+	// it); else the next chunk-size line comes.
+	inChunk bool
+	done    bool
+	left    int64 // what remains of the body (Content-Length) or of its chunk
+	total   int64 // the Content-Length, for messages
+	got     int64 // body bytes handed out
+	// pending is what Read and ReadByte have yet to hand out of the last
+	// piece Next returned.
+	pending []byte
+	// err is the error Next returned, other than the end: what a decoder
+	// reading through Read met, told apart from the decoder's own.
+	err error
+}
+
+// Body starts reading resp's body, whose head ReadHead read.
+func (r *Reader) Body(resp *Response) Body {
+	b := Body{r: r}
 	switch {
 	case resp.NoBody:
-		return dst, nil
+		b.frame, b.done = framedNone, true
 	case resp.Chunked:
-		return r.readChunked(dst, keep)
+		b.frame = framedChunked
 	case resp.UntilClose:
-		return r.readUntilClose(dst, keep)
+		b.frame = framedUntilClose
 	default:
-		return r.readN(dst, keep, resp.ContentLength, resp.ContentLength)
+		b.frame, b.left, b.total = framedLength, resp.ContentLength, resp.ContentLength
+		b.done = b.left == 0
 	}
+	return b
 }
 
-// readN reads n bytes of a body of total bytes.
-func (r *Reader) readN(dst []byte, keep bool, n, total int64) ([]byte, error) {
-	for n > 0 {
+// Got returns the body bytes read so far.
+func (b *Body) Got() int64 { return b.got }
+
+// Err returns the error Next last met, other than the end of the body:
+// the connection's, or the body's framing's.
+func (b *Body) Err() error { return b.err }
+
+// Next returns the next bytes of the body, which stay valid until the
+// reader reads again. At the end of the body (after a chunked body's
+// trailer section) it returns io.EOF. A malformed body is an *Error, and
+// one cut short by the server's close an *Error that wraps
+// io.ErrUnexpectedEOF.
+func (b *Body) Next() ([]byte, error) {
+	p, err := b.next()
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return p, err
+}
+
+func (b *Body) next() ([]byte, error) {
+	if b.done {
+		return nil, io.EOF
+	}
+	r := b.r
+	switch b.frame {
+	case framedLength:
 		if r.r == r.w {
-			if keep && n >= int64(len(r.buf)) {
-				// A long body goes straight into dst.
-				dst = grow(dst, n)
-				m, err := r.src.Read(dst[len(dst):cap(dst)][:min(int64(cap(dst)-len(dst)), n)])
-				r.Read += int64(m)
-				dst = dst[:len(dst)+m]
-				n -= int64(m)
-				if m == 0 && err != nil {
-					return dst, truncated(err, total-n, total)
-				}
-				continue
-			}
 			if err := r.fill(); err != nil {
-				return dst, truncated(err, total-n, total)
+				return nil, truncated(err, b.got, b.total)
 			}
 		}
-		k := min(int64(r.w-r.r), n)
-		if keep {
-			dst = append(dst, r.buf[r.r:r.r+int(k)]...)
+		return b.take(b.left), nil
+	case framedUntilClose:
+		if r.r == r.w {
+			if err := r.fill(); err != nil {
+				if errors.Is(err, io.EOF) {
+					b.done = true
+					return nil, io.EOF
+				}
+				return nil, err
+			}
 		}
-		r.r += int(k)
-		n -= k
+		return b.take(int64(r.w - r.r)), nil
 	}
-	return dst, nil
+	for {
+		if b.inChunk {
+			if b.left > 0 {
+				if r.r == r.w {
+					if err := r.fill(); err != nil {
+						return nil, truncated(err, b.got, -1)
+					}
+				}
+				return b.take(b.left), nil
+			}
+			// The chunk's data ends with CRLF.
+			for r.w-r.r < 2 {
+				if err := r.fill(); err != nil {
+					return nil, truncated(err, b.got, -1)
+				}
+			}
+			if r.buf[r.r] != '\r' || r.buf[r.r+1] != '\n' {
+				return nil, errorf("malformed chunked body: a chunk's data does not end with CRLF")
+			}
+			r.r += 2
+			b.inChunk = false
+		}
+		if r.buf == nil || r.r == r.w {
+			if err := r.fill(); err != nil {
+				return nil, truncated(err, b.got, -1)
+			}
+		}
+		line, err := r.line(maxChunkLine, "chunk-size line")
+		if err != nil {
+			return nil, err
+		}
+		size, err := parseChunkSize(line)
+		if err != nil {
+			return nil, err
+		}
+		if size == 0 {
+			if err := r.trailers(); err != nil {
+				return nil, err
+			}
+			b.done = true
+			return nil, io.EOF
+		}
+		b.inChunk, b.left = true, size
+	}
 }
 
-func grow(b []byte, n int64) []byte {
-	if int64(cap(b)-len(b)) >= n || cap(b)-len(b) >= 64<<10 {
-		return b
+// take hands out up to n buffered bytes of the body.
+func (b *Body) take(n int64) []byte {
+	r := b.r
+	k := min(int64(r.w-r.r), n)
+	p := r.buf[r.r : r.r+int(k)]
+	r.r += int(k)
+	b.got += k
+	if b.frame != framedUntilClose {
+		b.left -= k
+		if b.frame == framedLength && b.left == 0 {
+			b.done = true
+		}
 	}
-	want := len(b) + int(min(n, 1<<20))
-	nb := make([]byte, len(b), want)
-	copy(nb, b)
-	return nb
+	return p
+}
+
+// Empty reports whether the body has no byte at all, reading its first
+// piece, which Read and ReadByte then hand out, to know.
+func (b *Body) Empty() (bool, error) {
+	if len(b.pending) > 0 {
+		return false, nil
+	}
+	p, err := b.Next()
+	if err == io.EOF {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	b.pending = p
+	return false, nil
+}
+
+// Read reads the body, for a decoder that reads through an io.Reader.
+func (b *Body) Read(p []byte) (int, error) {
+	if len(b.pending) == 0 {
+		q, err := b.Next()
+		if err != nil {
+			return 0, err
+		}
+		b.pending = q
+	}
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	return n, nil
+}
+
+// ReadByte reads one byte of the body: a decoder that can read bytes
+// one at a time needs no buffer of its own in front of the body.
+func (b *Body) ReadByte() (byte, error) {
+	for len(b.pending) == 0 {
+		q, err := b.Next()
+		if err != nil {
+			return 0, err
+		}
+		b.pending = q
+	}
+	c := b.pending[0]
+	b.pending = b.pending[1:]
+	return c, nil
 }
 
 func truncated(err error, got, total int64) error {
@@ -566,23 +729,6 @@ func truncated(err error, got, total int64) error {
 		return &Error{msg: fmt.Sprintf("the connection closed after %d of the body's %d bytes (Content-Length)", got, total), err: io.ErrUnexpectedEOF}
 	}
 	return err
-}
-
-func (r *Reader) readUntilClose(dst []byte, keep bool) ([]byte, error) {
-	for {
-		if r.r < r.w {
-			if keep {
-				dst = append(dst, r.buf[r.r:r.w]...)
-			}
-			r.r = r.w
-		}
-		if err := r.fill(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return dst, nil
-			}
-			return dst, err
-		}
-	}
 }
 
 // line returns the next line of the buffered bytes, without its line end,
@@ -619,57 +765,23 @@ func (r *Reader) line(max int, what string) ([]byte, error) {
 	}
 }
 
-func (r *Reader) readChunked(dst []byte, keep bool) ([]byte, error) {
-	var got int64
-	for {
-		if r.buf == nil || r.r == r.w {
-			if err := r.fill(); err != nil {
-				return dst, truncated(err, got, -1)
-			}
-		}
-		line, err := r.line(maxChunkLine, "chunk-size line")
-		if err != nil {
-			return dst, err
-		}
-		size, err := parseChunkSize(line)
-		if err != nil {
-			return dst, err
-		}
-		if size == 0 {
-			break
-		}
-		n := len(dst)
-		if dst, err = r.readN(dst, keep, size, -1); err != nil {
-			return dst, err
-		}
-		got += int64(len(dst) - n)
-		// The chunk's data ends with CRLF.
-		for r.w-r.r < 2 {
-			if err := r.fill(); err != nil {
-				return dst, truncated(err, got, -1)
-			}
-		}
-		if r.buf[r.r] != '\r' || r.buf[r.r+1] != '\n' {
-			return dst, errorf("malformed chunked body: a chunk's data does not end with CRLF")
-		}
-		r.r += 2
-	}
-	// Trailer fields, then an empty line.
+// trailers reads a chunked body's trailer fields, then its empty line.
+func (r *Reader) trailers() error {
 	total := 0
 	for {
 		line, err := r.line(MaxHeader, "trailer section")
 		if err != nil {
-			return dst, err
+			return err
 		}
 		if len(line) == 0 {
-			return dst, nil
+			return nil
 		}
 		total += len(line)
 		if total > MaxHeader {
-			return dst, errorf("the trailer section is longer than %d bytes", MaxHeader)
+			return errorf("the trailer section is longer than %d bytes", MaxHeader)
 		}
 		if i := bytes.IndexByte(line, ':'); i <= 0 {
-			return dst, errorf("malformed trailer line %q", clip(line))
+			return errorf("malformed trailer line %q", clip(line))
 		}
 	}
 }

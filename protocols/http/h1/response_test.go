@@ -29,12 +29,47 @@ func (t *trickle) Read(p []byte) (int, error) {
 
 // parse reads one response from raw, in reads of step bytes.
 func parse(raw, method string, step int) (*Response, string, *Reader, error) {
+	return parseBy(raw, method, step, "pieces")
+}
+
+// parseBy is parse, with the body read by pieces (ReadBody, on Body.Next),
+// through Body.Read in reads of 3 bytes, or byte by byte (Body.ReadByte),
+// as a decoder reads it.
+func parseBy(raw, method string, step int, how string) (*Response, string, *Reader, error) {
 	r := NewReader(&trickle{b: []byte(raw), step: step}, nil)
 	resp := &Response{}
 	if err := r.ReadHead(resp, method); err != nil {
 		return resp, "", r, err
 	}
-	body, err := r.ReadBody(resp, nil, true)
+	var body []byte
+	var err error
+	switch how {
+	case "pieces":
+		body, err = r.ReadBody(resp, nil, true)
+	case "reads":
+		b := r.Body(resp)
+		var buf [3]byte
+		for {
+			var n int
+			n, err = b.Read(buf[:])
+			body = append(body, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+	case "bytes":
+		b := r.Body(resp)
+		for {
+			var c byte
+			if c, err = b.ReadByte(); err != nil {
+				break
+			}
+			body = append(body, c)
+		}
+	}
+	if err == io.EOF && how != "pieces" {
+		err = nil
+	}
 	return resp, string(body), r, err
 }
 
@@ -81,17 +116,19 @@ func TestFraming(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, step := range []int{1, 7, 1 << 20} {
-			resp, body, _, err := parse(tc.raw, tc.method, step)
-			if tc.err != "" {
-				var pe *Error
-				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &pe) {
-					t.Errorf("%s, reads of %d: error %v, want a protocol error saying %q", tc.name, step, err, tc.err)
+			for _, how := range []string{"pieces", "reads", "bytes"} {
+				resp, body, _, err := parseBy(tc.raw, tc.method, step, how)
+				if tc.err != "" {
+					var pe *Error
+					if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &pe) {
+						t.Errorf("%s, reads of %d, body by %s: error %v, want a protocol error saying %q", tc.name, step, how, err, tc.err)
+					}
+					continue
 				}
-				continue
-			}
-			if err != nil || resp.Status != tc.status || body != tc.body || resp.Close != tc.close {
-				t.Errorf("%s, reads of %d: status %d body %q close %v err %v; want %d %q close %v",
-					tc.name, step, resp.Status, body, resp.Close, err, tc.status, tc.body, tc.close)
+				if err != nil || resp.Status != tc.status || body != tc.body || resp.Close != tc.close {
+					t.Errorf("%s, reads of %d, body by %s: status %d body %q close %v err %v; want %d %q close %v",
+						tc.name, step, how, resp.Status, body, resp.Close, err, tc.status, tc.body, tc.close)
+				}
 			}
 		}
 	}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package main
+
+import (
+	"net"
+	"testing"
+)
+
+// cork is Linux's: the tests that cork skip before they get here.
+func cork(t testing.TB, _ *net.TCPConn) { t.Error("TCP_CORK is Linux's") }
