@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/protocols"
@@ -36,30 +37,48 @@ func readGauges(gs []protocols.Gauger) map[string]int64 {
 
 // watchFailures merges the Failed channels of the clients that have one
 // into a channel that delivers the first failure. stop ends the watching
-// goroutines; call it before the clients are closed.
+// goroutines and waits for them: a failure one of them had received by
+// then is in failures, so a caller that stops after closing the clients
+// misses none, however late it came.
 func watchFailures(clients map[string]protocols.Client) (failures <-chan error, stop func()) {
 	out := make(chan error, 1)
 	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	forward := func(name string, err error, ok bool) {
+		if ok && err != nil {
+			select {
+			case out <- fmt.Errorf("target %q: %w", name, err):
+			default: // another client failed first
+			}
+		}
+	}
 	for name, c := range clients {
 		f, ok := c.(protocols.Failer)
 		if !ok {
 			continue
 		}
 		ch := f.Failed()
-		go func() {
+		wg.Go(func() {
 			select {
 			case err, ok := <-ch:
-				if ok && err != nil {
-					select {
-					case out <- fmt.Errorf("target %q: %w", name, err):
-					default: // another client failed first
-					}
-				}
+				forward(name, err, ok)
 			case <-quit:
+				// A failure that came with the quit is not lost.
+				select {
+				case err, ok := <-ch:
+					forward(name, err, ok)
+				default:
+				}
 			}
-		}()
+		})
 	}
-	return out, func() { close(quit) }
+	var once sync.Once
+	return out, func() {
+		once.Do(func() {
+			close(quit)
+			wg.Wait()
+		})
+	}
 }
 
 // openClients opens one client per target that a request uses. An

@@ -73,7 +73,7 @@ func runJourneyWith(t *testing.T, test *config.Test, backoff time.Duration, opts
 			sc.setupBackoff = backoff
 		}
 	}
-	if err := r.startSinks(); err != nil {
+	if _, err := r.startSinks(); err != nil {
 		t.Fatal(err)
 	}
 	r.runScenarios()

@@ -78,16 +78,10 @@ func (r *run) tick() {
 	}
 }
 
-// drain takes in what the end of the run left: a client failure that came
-// as the last calls ended (it may have turned some of them into errors),
-// and the last interval's figures.
+// drain takes in the last interval's figures. A client failure that came
+// as the last calls ended (it may have turned some of them into errors)
+// is taken in when the clients are closed (closeClients).
 func (r *run) drain() {
-	if r.failure == nil {
-		select {
-		case r.failure = <-r.failures:
-		default:
-		}
-	}
 	r.end = time.Now()
 	r.snapshots.write(r, r.end, true)
 }
@@ -182,10 +176,8 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 		s.saturated = w
 	}
 	snap.Warnings = s.warnings(r, &snap)
-	for _, sink := range r.opts.Sinks {
-		if err := sink.Write(snap); err != nil && r.sinkErr == nil {
-			r.sinkErr = err
-		}
+	for i, sink := range r.opts.Sinks {
+		r.sinkWrote(i, sink.Write(snap))
 	}
 }
 
@@ -250,6 +242,13 @@ func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 		say("cancel "+sc.name, sc.cancelWarning())
 	}
 	say("generator", s.saturated)
+	for _, err := range r.writeErrs {
+		if err != nil {
+			// Said in the next snapshot after the failed Write: the run
+			// goes on, and its results will be incomplete.
+			say("sink "+err.Error(), "a sink failed; the run goes on, and will not pass: "+err.Error())
+		}
+	}
 	for _, f := range snap.Series {
 		k := seriesName{f.Scenario, f.Request}
 		// Once per request: the first panics are the telling ones.

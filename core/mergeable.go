@@ -12,18 +12,17 @@ import (
 	"github.com/hload/hload/core/metrics"
 )
 
-// addMergeable adds to the summary what `hload merge` needs to fold this
-// run with the other segments of the same test. It comes after the sinks
-// are closed: they have no use for it, and the HTML report would embed it.
-func (r *run) addMergeable(sum *metrics.Summary) {
+// mergeable returns what `hload merge` needs to fold this run with the
+// other segments of the same test: for the summary export, and the
+// summary Run returns, not for the other sinks (see Exporter).
+func (r *run) mergeable() (*metrics.Mergeable, error) {
 	requests, flows, points, merged, err := r.agg.MergeData(r.info.Started)
 	if err != nil {
 		// Encoding into memory does not fail; if it ever did, the export
 		// says why it cannot be merged rather than carrying half of it.
-		sum.Warnings = append(sum.Warnings, fmt.Sprintf("the summary export carries no mergeable figures: %v", err))
-		return
+		return nil, err
 	}
-	sum.Mergeable = &metrics.Mergeable{
+	return &metrics.Mergeable{
 		Format:     metrics.MergeFormat,
 		Test:       Fingerprint(r.test, r.opts.Variables),
 		Segment:    r.opts.Segment.String(),
@@ -33,7 +32,7 @@ func (r *run) addMergeable(sum *metrics.Summary) {
 		Points:     points,
 		Requests:   requests,
 		Flows:      flows,
-	}
+	}, nil
 }
 
 // Fingerprint identifies a test for `hload merge`: the sha256 of the

@@ -22,3 +22,27 @@ type Sink interface {
 type RawSink interface {
 	WriteRaw(r metrics.RawRecord)
 }
+
+// Warner is an optional ability of a Sink: after Close, the problems that
+// did not fail it but that a reader of the results must know, such as an
+// optional InfluxDB that did not take every point. They join the summary's
+// warnings, for the sinks closed after it.
+type Warner interface {
+	Warnings() []string
+}
+
+// Exporter is an optional ability of a Sink: it writes the summary export,
+// so its Close gets the summary with Mergeable set, for `hload merge`. The
+// other sinks have no use for it, and the HTML report would embed it.
+type Exporter interface {
+	ExportsMergeable()
+}
+
+// Abandoner is an optional ability of a Sink whose Close may wait, for a
+// network say: Abandon makes a Close in progress, or to come, stop waiting
+// at once and count what it still holds as lost, as a warning. The run
+// calls it, concurrently with Close, when the user interrupts the end of
+// the run (see Interrupter).
+type Abandoner interface {
+	Abandon()
+}

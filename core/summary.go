@@ -43,8 +43,10 @@ func (r *run) summarise() *metrics.Summary {
 	}
 	failIfEveryCallFailed(sum)
 	sort.Strings(sum.Warnings)
-	if r.sinkErr != nil {
-		noteSinkError(sum, r.sinkErr)
+	for _, err := range r.writeErrs {
+		if err != nil {
+			noteSinkError(sum, err)
+		}
 	}
 	redactSummary(sum, r.state.redact)
 	return sum

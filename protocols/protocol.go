@@ -263,8 +263,10 @@ func (r *Registry) Names() []string {
 
 // Failer is an optional ability of a Client whose protocol can fail as a
 // whole, such as a plugin process that crashed or hangs. The core watches
-// Failed and ends the run with that error: samples received so far are
-// kept, and the exit code says the run failed.
+// Failed until the client's Close has returned, and ends the run with that
+// error: samples received so far are kept, and the exit code says the run
+// failed. A failure that ends calls should be on Failed before those calls
+// return.
 type Failer interface {
 	Failed() <-chan error
 }

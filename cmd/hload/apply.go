@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/internal/outfile"
 	"github.com/hload/hload/sinks/console"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/export"
 	"github.com/hload/hload/sinks/html"
 	"github.com/hload/hload/sinks/influxdb"
 	"github.com/hload/hload/sinks/series"
@@ -47,28 +50,40 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	if summaryExport != "" && summaryExport != "-" {
+		// Before the config, which may start plugins, and long before the
+		// load: a typo in the folder is found now, not after the run.
+		if err := outfile.Check(summaryExport); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--summary-export: %w", err)}
+		}
+	}
+	// A reader of stdout that goes away (`hload apply ... | head -1`)
+	// must not kill the run: with SIGPIPE notified, a write to the closed
+	// pipe fails with EPIPE instead, which the console ignores. The
+	// channel is never read; Notify does not block on it.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 
-	// The first signal stops the run gracefully; the second cancels calls
-	// in flight at once. Either way sinks are flushed and the summary
-	// printed.
+	// Each signal means what core.Interrupter says where the run is: the
+	// first stops it gracefully, the second cancels the calls in flight,
+	// and one after the load ends the wait for the sinks' flush. Either
+	// way the summary is printed.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop := make(chan struct{})
+	interrupts := core.NewInterrupter(cancel)
+	stop := interrupts.Stop()
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	applied := make(chan struct{})
+	defer close(applied)
 	go func() {
-		select {
-		case <-signals:
-		case <-ctx.Done():
-			return
-		}
-		fmt.Fprintln(stderr, "\nhload: stopping gracefully; press Ctrl-C again to cancel requests in flight")
-		close(stop)
-		select {
-		case <-signals:
-			cancel()
-		case <-ctx.Done():
+		for {
+			select {
+			case <-signals:
+			case <-applied:
+				return
+			}
+			fmt.Fprintln(stderr, "\nhload: "+interrupts.Interrupt())
 		}
 	}()
 
@@ -89,15 +104,20 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	sinks := []core.Sink{console.New(stdout, console.Options{Quiet: quiet, NoColor: !colours(stdout, common.noColor, os.Getenv)})}
 	configured, err := newSinks(test, seg, stderr)
 	if err != nil {
 		return err
 	}
-	sinks = append(sinks, configured...)
+	// The console first, so it is closed last and its summary names every
+	// other sink's failure; the export next, so the file holds that
+	// summary and its own failure comes before the console's verdict.
+	sinks := configured.prepend(console.New(stdout, console.Options{Quiet: quiet, NoColor: !colours(stdout, common.noColor, os.Getenv)}), "the console")
 	// The export carries the per-interval series, for `hload report`.
 	collector := series.New(core.Plan(test, seg))
-	sinks = append(sinks, collector)
+	if summaryExport != "" && summaryExport != "-" {
+		sinks = sinks.insert(1, export.New(summaryExport, collector.Series), "--summary-export")
+	}
+	sinks.add(collector, "")
 
 	if !barrier.time.IsZero() {
 		if err := barrier.late(time.Now()); err != nil {
@@ -109,16 +129,19 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	}
 	sum, runErr := core.Run(ctx, test, core.Options{
 		Protocols: plugins.protocols(),
-		Sinks:     sinks,
+		Sinks:     sinks.sinks,
+		SinkNames: sinks.names,
 		Segment:   seg,
 		Version:   version,
 		Files:     files,
 		// The summary records the --var values: sensitive ones redacted.
-		Variables: test.RedactVariables(common.vars),
-		Stop:      stop,
-		Isolated:  plugins.isolated,
+		Variables:   test.RedactVariables(common.vars),
+		Stop:        stop,
+		Interrupter: interrupts,
+		Isolated:    plugins.isolated,
 	})
-	if sum != nil && summaryExport != "" {
+	if sum != nil && summaryExport == "-" {
+		// After the console's summary, as the last line of stdout.
 		sum.Series = collector.Series()
 		if err := writeSummaryExport(summaryExport, sum, stdout); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("--summary-export: %w", err))
@@ -185,11 +208,30 @@ func writeJSON(path string, v any) error {
 // validateOnly is the DemoURL for commands that must not start anything.
 func validateOnly() (string, error) { return "http://127.0.0.1:0", nil }
 
-// newSinks builds the test's sink blocks, without starting them: validate
-// builds them too, so a bad setting is found before a run. The console
-// sink is the caller's.
-func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sink, error) {
-	var sinks []core.Sink
+// sinkList is the sinks of a run, in order, with the names messages call
+// them by.
+type sinkList struct {
+	sinks []core.Sink
+	names []string
+}
+
+func (l *sinkList) add(s core.Sink, name string) {
+	l.sinks = append(l.sinks, s)
+	l.names = append(l.names, name)
+}
+
+func (l sinkList) insert(i int, s core.Sink, name string) sinkList {
+	return sinkList{slices.Insert(l.sinks, i, s), slices.Insert(l.names, i, name)}
+}
+
+func (l sinkList) prepend(s core.Sink, name string) sinkList { return l.insert(0, s, name) }
+
+// newSinks builds the test's sink blocks, without starting them, and
+// checks the files they will write: validate builds them too, so a bad
+// setting or a folder that does not exist is found before a run. The
+// console sink is the caller's. Each is named by its type and block.
+func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) (sinkList, error) {
+	var sinks sinkList
 	for _, s := range test.Sinks {
 		var sk core.Sink
 		var err error
@@ -201,7 +243,7 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 		case "influxdb":
 			if s.Sensitive("tags") {
 				// InfluxDB would store it in clear on every point.
-				return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: a value of tags is sensitive (from env(), HLOAD_VAR_ or a variable with sensitive = true), and InfluxDB would store it in clear on every point; "+
+				return sinkList{}, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: a value of tags is sensitive (from env(), HLOAD_VAR_ or a variable with sensitive = true), and InfluxDB would store it in clear on every point; "+
 					"tag with a value that is not secret, such as a variable with sensitive = false", s.DeclRange, s.Type)}
 			}
 			segTag := ""
@@ -212,12 +254,34 @@ func newSinks(test *config.Test, seg core.Segment, stderr io.Writer) ([]core.Sin
 		default:
 			continue // config knows no other type
 		}
-		if err != nil {
-			return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s: sink %q: %w", s.DeclRange, s.Type, err)}
+		if err == nil {
+			err = checkOutputs(sk)
 		}
-		sinks = append(sinks, sk)
+		name := fmt.Sprintf("%s: sink %q", s.DeclRange, s.Type)
+		if err != nil {
+			return sinkList{}, &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", name, err)}
+		}
+		sinks.add(sk, name)
 	}
 	return sinks, nil
+}
+
+// checkOutputs checks the files a sink will write (Path, and a CSV
+// sink's RawPath), without creating them.
+func checkOutputs(sk core.Sink) error {
+	var paths []string
+	if p, ok := sk.(interface{ Path() string }); ok {
+		paths = append(paths, p.Path())
+	}
+	if p, ok := sk.(interface{ RawPath() string }); ok && p.RawPath() != "" {
+		paths = append(paths, p.RawPath())
+	}
+	for _, p := range paths {
+		if err := outfile.Check(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {

@@ -158,15 +158,15 @@ func TestExitCodes(t *testing.T) {
 		{"validate broken", []string{"validate", "broken.hcl"}, 2, "executor"},
 		{"plan", []string{"plan", "test.hcl", base}, 0, "constant-vus"},
 		{"unknown command", []string{"launch"}, 2, "unknown command"},
-		{"sink cannot start", []string{"apply", "--quiet", "test.hcl", base, "--var", "duration=1s"}, 1, "sink"},
+		{"sink path is a folder", []string{"apply", "--quiet", "test.hcl", base, "--var", "duration=1s"}, 2, `test.hcl:27,1-11: sink "csv": out.csv is a folder, not a file`},
 		{"influxdb unreachable", []string{"apply", "--quiet", "influx.hcl", base}, 1, "does not answer"},
 		{"validate bad sink setting", []string{"validate", "badsink.hcl", base}, 2, `"buffer" must be a positive whole number`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := dir
-			if tc.name == "sink cannot start" {
-				// out.csv is a directory here, so the CSV sink cannot open it.
+			if tc.name == "sink path is a folder" {
+				// out.csv is a directory here, found before any load.
 				d = t.TempDir()
 				writeFile(t, d, "test.hcl", smallTest)
 				os.Mkdir(filepath.Join(d, "out.csv"), 0o755)

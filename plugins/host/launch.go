@@ -88,6 +88,11 @@ type Plugin struct {
 	// dead reports whether process pid has exited; tests slow it down to
 	// stand for a process that shows as dead late.
 	dead func(pid int) bool
+	// socket is the unix socket the plugin listens on, which go-plugin
+	// creates in the plugin's temporary folder (/tmp) and only the
+	// plugin removes, when it exits cleanly: Kill removes it after a
+	// plugin that was killed.
+	socket string
 }
 
 var (
@@ -189,6 +194,9 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 
 func (p *Plugin) start(ctx context.Context) error {
 	rpc, err := p.client.Client()
+	if rc := p.client.ReattachConfig(); rc != nil && rc.Addr != nil && rc.Addr.Network() == "unix" {
+		p.socket = rc.Addr.String()
+	}
 	if err != nil {
 		return err
 	}
@@ -349,6 +357,12 @@ func (p *Plugin) ValidateRequest(request cty.Value) (string, error) {
 // left behind. It is safe to call more than once.
 func (p *Plugin) Kill() {
 	p.killOnce.Do(func() {
+		if p.remote != nil && p.remote.Hung() && p.cmd.Process != nil {
+			// It stopped responding: asking it to shut down would only
+			// wait out killGrace. Killed first, it breaks its connection,
+			// and go-plugin's Kill below finishes at once.
+			p.cmd.Process.Kill()
+		}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -358,6 +372,7 @@ func (p *Plugin) Kill() {
 		// for the answer without a deadline; a hung or stopped plugin never
 		// answers. After killGrace the process is killed outright, which
 		// breaks the connection and lets go-plugin finish.
+		defer p.removeSocket()
 		select {
 		case <-done:
 			return
@@ -369,6 +384,19 @@ func (p *Plugin) Kill() {
 		<-done
 		p.stderr.flush()
 	})
+}
+
+// removeSocket removes the plugin's unix socket once the process is gone,
+// if it is still there: a plugin that exits cleanly removes its own, but
+// one that was killed (by hload, for a hang, or by anyone) leaves it in
+// /tmp. Only a socket is removed, never a file that took its name since.
+func (p *Plugin) removeSocket() {
+	if p.socket == "" {
+		return
+	}
+	if st, err := os.Lstat(p.socket); err == nil && st.Mode()&os.ModeSocket != 0 {
+		os.Remove(p.socket)
+	}
 }
 
 // killGrace is how long a plugin may take to shut down when asked before

@@ -66,9 +66,10 @@ type progress struct {
 	setupFailed int64
 }
 
-// New returns a console sink that prints to w.
+// New returns a console sink that prints to w. Once w's reader has gone
+// (a broken pipe), the sink prints nothing more and reports no error.
 func New(w io.Writer, opts Options) *Sink {
-	return &Sink{w: w, opts: opts}
+	return &Sink{w: &closedPipe{w: w}, opts: opts}
 }
 
 // Start prints one line naming the run and each scenario with its executor

@@ -217,7 +217,7 @@ func (s *Sink) RawRowsWritten() int64 {
 	}
 	s.raw.mu.Lock()
 	defer s.raw.mu.Unlock()
-	return s.raw.written
+	return s.raw.dataWritten()
 }
 
 // Start creates the files and writes their headers. An error means the sink
@@ -241,7 +241,10 @@ func (s *Sink) Start(ctx context.Context, run metrics.RunInfo) error {
 	s.rowCSV = csv.NewWriter(&s.rowBuf)
 	s.record = make([]string, len(intervalHeader))
 	s.interval = newSpool(s.path, f, 1, intervalLimit)
-	s.writeRows(intervalHeader)
+	s.rowBuf.Reset()
+	s.rowCSV.Write(intervalHeader) // writes to a bytes.Buffer cannot fail
+	s.rowCSV.Flush()
+	s.interval.header(s.rowBuf.Bytes())
 	if rf != nil {
 		s.raw = newSpool(s.rawPath, rf, rawFlushSize, rawLimit)
 		var b []byte
@@ -251,20 +254,9 @@ func (s *Sink) Start(ctx context.Context, run metrics.RunInfo) error {
 			}
 			b = append(b, h...)
 		}
-		s.raw.append(append(b, '\n'), 0)
+		s.raw.header(append(b, '\n'))
 	}
 	return nil
-}
-
-// writeRows encodes records with encoding/csv and hands them to the
-// interval file's writer, so Write never waits for the disk.
-func (s *Sink) writeRows(records ...[]string) {
-	s.rowBuf.Reset()
-	for _, r := range records {
-		s.rowCSV.Write(r) // writes to a bytes.Buffer cannot fail
-	}
-	s.rowCSV.Flush()
-	s.interval.append(s.rowBuf.Bytes(), int64(len(records)))
 }
 
 // Write adds one row per (scenario, request) of the snapshot, sorted by
@@ -277,16 +269,14 @@ func (s *Sink) writeRows(records ...[]string) {
 // but no finished request in the interval gets a row with an empty request,
 // so that its VUs and drops are never missing from the file. A flow
 // row's latencies are left empty when no flow completed in the interval.
-// It returns an earlier write error, if any.
+// It returns the file's first write error, if any; the rows are counted,
+// written or not.
 func (s *Sink) Write(snap metrics.Snapshot) error {
 	if s.interval == nil {
 		return errors.New("csv sink: Write before Start")
 	}
 	if s.closed {
 		return errors.New("csv sink: Write after Close")
-	}
-	if err := s.interval.failed(); err != nil {
-		return fmt.Errorf("csv sink: %w", err)
 	}
 
 	s.order = s.order[:0]
@@ -362,7 +352,12 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 	rows += s.flowRows(end, elapsed, &snap)
 	s.rowCSV.Flush()
 	if rows > 0 {
+		// Even after a write error: the spool counts the rows it can no
+		// longer write, so Close says how many were lost.
 		s.interval.append(s.rowBuf.Bytes(), rows)
+	}
+	if err := s.interval.failed(); err != nil {
+		return fmt.Errorf("csv sink: %w", err)
 	}
 	return nil
 }
@@ -493,16 +488,16 @@ func (s *Sink) Close(sum metrics.Summary) error {
 		if s.interval == nil {
 			return // never started: nothing to flush
 		}
-		var errs []error
-		if err := s.interval.close(); err != nil {
-			errs = append(errs, err)
-		}
+		err := s.interval.close()
 		if s.raw != nil {
-			if err := s.raw.close(); err != nil {
-				errs = append(errs, err)
+			if rerr := s.raw.close(); err == nil {
+				err = rerr
+			} else if rerr != nil {
+				// One line, for the console's verdict; both files named.
+				err = fmt.Errorf("%w; %w", err, rerr)
 			}
 		}
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			s.closeErr = fmt.Errorf("csv sink: %w", err)
 		}
 	})

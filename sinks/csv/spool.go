@@ -1,8 +1,11 @@
 package csv
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"sync"
 	"time"
 )
@@ -21,6 +24,13 @@ import (
 // run down rather than losing rows. After a write error nothing more reaches
 // the file; rows are still counted, so the error returned by close says how
 // many were not written.
+//
+// The file holds whole rows only: a write that stops part-way (a full
+// disk) is cut back to the end of its last whole row, so the rows the
+// error counts as written are exactly the rows in the file. After each
+// write the spool checks that the file is still the one at its path: a
+// file deleted with its folder, or replaced, holds rows nobody will read,
+// and they all count as lost.
 type spool struct {
 	name      string // file path, for error messages
 	out       io.WriteCloser
@@ -38,6 +48,16 @@ type spool struct {
 	written  int64 // rows the file accepted
 	late     int64 // rows offered after close; the sink's caller broke the contract
 	err      error // the first write error
+	headers  int64 // rows among accepted that are the header, not data
+	// gone says the file at name is no longer the one written: every
+	// row is lost.
+	gone bool
+
+	// The writer's own: the bytes of whole rows in the file, where a cut
+	// row is cut back to, and the file as opened, to tell it from what
+	// is at its path later.
+	size   int64
+	opened os.FileInfo
 
 	wake chan struct{} // capacity 1; wakes an idle writer
 	done chan struct{} // closed when the writer has written everything and closed out
@@ -57,8 +77,27 @@ func newSpool(name string, out io.WriteCloser, flushSize, limit int) *spool {
 		done:      make(chan struct{}),
 	}
 	s.hasRoom.L = &s.mu
+	if st, ok := out.(stater); ok {
+		s.opened, _ = st.Stat()
+	}
 	go s.run()
 	return s
+}
+
+// stater and truncater are what an *os.File offers besides writes: the
+// spool uses them when the file has them, and tests' fakes need not.
+type (
+	stater    interface{ Stat() (os.FileInfo, error) }
+	truncater interface{ Truncate(size int64) error }
+)
+
+// header adds the file's header row, which the counts of rows in errors
+// leave out.
+func (s *spool) header(p []byte) {
+	s.mu.Lock()
+	s.headers++
+	s.mu.Unlock()
+	s.append(p, 1)
 }
 
 // append adds rows encoded rows held in p. It copies p, so the caller may
@@ -105,7 +144,8 @@ func (s *spool) failed() error {
 }
 
 // close writes everything accepted before it, closes the file and returns
-// the first error. It is safe to call more than once.
+// the first error, with how many data rows it cost. It is safe to call
+// more than once.
 func (s *spool) close() error {
 	s.mu.Lock()
 	if !s.closed {
@@ -125,10 +165,19 @@ func (s *spool) close() error {
 		}
 		return nil
 	}
-	if lost := s.accepted - s.written; lost > 0 {
-		return fmt.Errorf("%w (%d of %d rows not written)", s.err, lost, s.accepted)
+	rows := s.accepted - s.headers
+	if s.gone {
+		return fmt.Errorf("%w: all %d rows are lost", s.err, rows)
+	}
+	if lost := rows - s.dataWritten(); lost > 0 {
+		return fmt.Errorf("%w (%d of %d rows not written; the file holds the other %d, each whole)", s.err, lost, rows, s.dataWritten())
 	}
 	return s.err
+}
+
+// dataWritten is the data rows in the file. s.mu must be held.
+func (s *spool) dataWritten() int64 {
+	return max(0, s.written-s.headers)
 }
 
 // run is the writer goroutine. It is deliberately not tied to the run's
@@ -168,13 +217,7 @@ func (s *spool) run() {
 		s.mu.Unlock()
 
 		if ok && len(batch) > 0 {
-			if _, err := s.out.Write(batch); err != nil {
-				s.setErr(fmt.Errorf("writing %s: %w", s.name, err))
-			} else {
-				s.mu.Lock()
-				s.written += rows
-				s.mu.Unlock()
-			}
+			s.write(batch, rows)
 		}
 		if closing {
 			break
@@ -183,6 +226,78 @@ func (s *spool) run() {
 	if err := s.out.Close(); err != nil {
 		s.setErr(fmt.Errorf("closing %s: %w", s.name, err))
 	}
+}
+
+// write writes one batch of whole rows. A write that fails part-way is cut
+// back to its last whole row, so the file never ends in a partial one.
+func (s *spool) write(batch []byte, rows int64) {
+	n, err := s.out.Write(batch)
+	if err == nil {
+		s.size += int64(n)
+		s.mu.Lock()
+		s.written += rows
+		s.mu.Unlock()
+		s.checkOnDisk()
+		return
+	}
+	whole, complete := wholeRows(batch[:n])
+	s.size += int64(whole)
+	s.mu.Lock()
+	s.written += complete
+	s.mu.Unlock()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is named once, below
+	}
+	err = fmt.Errorf("writing %s: %w", s.name, err)
+	if whole < n {
+		t, ok := s.out.(truncater)
+		if !ok {
+			err = fmt.Errorf("%w; its last row is cut off", err)
+		} else if terr := t.Truncate(s.size); terr != nil {
+			err = fmt.Errorf("%w; its last row is cut off (cutting it back failed: %v)", err, terr)
+		}
+	}
+	s.setErr(err)
+	s.checkOnDisk()
+}
+
+// checkOnDisk fails the spool when the file at its path is no longer the
+// one it writes: deleted (with its folder, say) or replaced. An open file
+// takes writes even then, and they would be lost without a word.
+func (s *spool) checkOnDisk() {
+	if s.opened == nil || !s.opened.Mode().IsRegular() {
+		return // a fake, or a device such as /dev/null
+	}
+	now, err := os.Stat(s.name)
+	if err == nil && os.SameFile(s.opened, now) {
+		return
+	}
+	what := "was replaced by another file during the run"
+	if errors.Is(err, os.ErrNotExist) {
+		what = "was deleted during the run, or its folder was"
+	}
+	s.mu.Lock()
+	s.gone = true
+	s.mu.Unlock()
+	s.setErr(fmt.Errorf("%s %s", s.name, what))
+}
+
+// wholeRows returns how many bytes of p are whole rows, and how many rows
+// that is. A row ends at a newline outside quotes: a quoted field may hold
+// newlines, and a doubled quote inside one toggles twice.
+func wholeRows(p []byte) (bytes int, rows int64) {
+	quoted := false
+	for i, c := range p {
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\n' && !quoted:
+			bytes = i + 1
+			rows++
+		}
+	}
+	return bytes, rows
 }
 
 // setErr remembers err if it is the first.

@@ -26,6 +26,11 @@ const (
 	// DefaultFlushTimeout is how long Close waits for InfluxDB to take
 	// the points still buffered before it gives up and reports them.
 	DefaultFlushTimeout = 30 * time.Second
+	// DefaultOptionalFlushTimeout is flush_timeout with required = false:
+	// an optional InfluxDB may hold the end of the run up only briefly,
+	// as its failures are only warnings. A healthy one takes a run's last
+	// points in milliseconds.
+	DefaultOptionalFlushTimeout = 3 * time.Second
 	// writeTimeout bounds one HTTP write.
 	writeTimeout = 10 * time.Second
 	// startTimeout bounds the ping and the first write at Start.
@@ -142,6 +147,9 @@ func decode(cfg cty.Value) (settings, error) {
 	}
 	if s.batchSize > s.buffer {
 		return s, fmt.Errorf(`"batch_size" (%d) must not exceed "buffer" (%d)`, s.batchSize, s.buffer)
+	}
+	if !s.required {
+		s.flushTimeout = DefaultOptionalFlushTimeout
 	}
 	if flush != "" {
 		d, perr := time.ParseDuration(flush)

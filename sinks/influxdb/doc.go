@@ -12,10 +12,10 @@
 //	  tags          = { env = "staging" } # static tags on every point
 //	  instance      = "gen-1"            # default: the hostname
 //	  raw           = false              # true: one point per request too
-//	  required      = true               # false: run on if InfluxDB is down at the start
+//	  required      = true               # false: InfluxDB is optional; its failures are warnings
 //	  buffer        = 100000             # points held while InfluxDB is slow or down
 //	  batch_size    = 5000               # points per HTTP write
-//	  flush_timeout = "30s"              # how long the end of the run waits for InfluxDB
+//	  flush_timeout = "30s"              # how long the end of the run waits for InfluxDB ("3s" when optional)
 //	}
 //
 // # Never slowing the load, never losing an accepted point
@@ -29,12 +29,14 @@
 // counted, and warned about at the first drop and at the end. Other 4xx
 // answers (bad data, no such bucket, no permission) are counted as
 // rejected, not retried. Close waits up to flush_timeout for the queue
-// to drain, then prints
+// to drain, saying each second how many points wait, then prints
 //
 //	influxdb: 1234 points written, 56 retried, 0 dropped (at most 80 of 100000 buffered)
 //
 // adding ", N rejected by InfluxDB" or ", N unsent" when not zero, in which
-// case Close returns an error. Each point is counted once: retried counts
+// case Close returns an error; with required = false, or when Abandon (the
+// user's Ctrl-C) ended the wait, they are a warning instead (Warnings),
+// and the run's verdict does not change. Each point is counted once: retried counts
 // the written points that had been in a failed write before. A batch being
 // retried takes in the points that arrived meanwhile (up to batch_size),
 // so after an outage most of the backlog counts as retried.
@@ -42,7 +44,10 @@
 // Start pings InfluxDB and writes the run's first point, within 5 s. A
 // failure is an error naming the URL and bucket, so the run does not
 // start; with required = false it is a warning instead, and the sink
-// buffers and retries as in an outage.
+// buffers and retries as in an outage. With required = false the end of
+// the run waits for InfluxDB at most DefaultOptionalFlushTimeout (3 s)
+// unless flush_timeout says otherwise: an optional sink never holds the
+// end of a run up for long, nor fails it.
 //
 // # Points
 //

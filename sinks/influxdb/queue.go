@@ -189,6 +189,13 @@ func (q *queue) close() {
 	q.signal()
 }
 
+// pending is how many accepted points wait for InfluxDB.
+func (q *queue) pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.points
+}
+
 func (q *queue) snapshot() (Counts, int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

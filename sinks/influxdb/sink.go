@@ -57,6 +57,13 @@ type Sink struct {
 	closeOnce sync.Once
 	closeErr  error
 	counts    Counts
+	// warnings are the losses that do not fail the run: with required =
+	// false, or when the user stopped the wait.
+	warnings []string
+
+	// abandon is closed by Abandon: Close stops waiting.
+	abandon     chan struct{}
+	abandonOnce sync.Once
 }
 
 // New returns an InfluxDB sink for a block that conforms to Spec. It
@@ -76,7 +83,7 @@ func New(cfg cty.Value, opts Options) (*Sink, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	sk := &Sink{cfg: s, opts: opts}
+	sk := &Sink{cfg: s, opts: opts, abandon: make(chan struct{})}
 	sk.scratch.New = func() any { return &line{b: make([]byte, 0, 256)} }
 	return sk, nil
 }
@@ -444,10 +451,12 @@ func rawClass(r metrics.RawRecord) string {
 var rawClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
 
 // Close queues the run's totals, waits up to flush_timeout for InfluxDB to
-// take every buffered point, and prints the end-of-run line. Points it
-// could not deliver by then, or that InfluxDB rejected, make it return an
-// error; points dropped for a full buffer were never accepted, and are a
-// warning. Later calls return the same result.
+// take every buffered point, printing its progress each second, and
+// prints the end-of-run line. Points it could not deliver by then, or
+// that InfluxDB rejected, make it return an error; with required = false,
+// or when Abandon stopped the wait, they are a warning instead (see
+// Warnings). Points dropped for a full buffer were never accepted, and
+// are a warning. Later calls return the same result.
 func (s *Sink) Close(sum metrics.Summary) error {
 	s.closeOnce.Do(func() {
 		if s.q == nil {
@@ -455,15 +464,7 @@ func (s *Sink) Close(sum metrics.Summary) error {
 		}
 		s.writeTotals(sum)
 		s.q.close()
-		timer := time.NewTimer(s.cfg.flushTimeout)
-		select {
-		case <-s.send.done:
-			timer.Stop()
-		case <-timer.C:
-			s.logf("WARNING: InfluxDB did not take the buffered points within flush_timeout %s; giving up", s.cfg.flushTimeout)
-			s.stop()
-			<-s.send.done
-		}
+		abandoned := s.waitFlush()
 		s.stop()
 		s.client.Close()
 
@@ -478,15 +479,70 @@ func (s *Sink) Close(sum metrics.Summary) error {
 		}
 		s.logf("%s (at most %d of %d buffered)", msg, peak, s.cfg.buffer)
 		if c.Dropped > 0 {
-			s.logf("WARNING: %d points were dropped because the buffer of %d points was full", c.Dropped, s.cfg.buffer)
+			w := fmt.Sprintf("%d points were dropped because the buffer of %d points was full", c.Dropped, s.cfg.buffer)
+			s.logf("WARNING: %s", w)
+			s.warnings = append(s.warnings, "influxdb sink: "+w)
 		}
 		if c.Rejected > 0 || c.Unsent > 0 {
-			s.closeErr = fmt.Errorf("influxdb sink: %d of the points accepted did not reach %s (%d rejected, %d unsent)",
+			lost := fmt.Sprintf("%d of the points accepted did not reach %s (%d rejected, %d unsent)",
 				c.Rejected+c.Unsent, s.cfg.url, c.Rejected, c.Unsent)
+			switch {
+			case abandoned:
+				s.warnings = append(s.warnings, "influxdb sink: the wait for InfluxDB was interrupted: "+lost)
+			case !s.cfg.required:
+				s.warnings = append(s.warnings, "influxdb sink (required = false): "+lost)
+			default:
+				s.closeErr = errors.New("influxdb sink: " + lost)
+			}
 		}
 	})
 	return s.closeErr
 }
+
+// waitFlush waits for the sender to settle every point, up to
+// flush_timeout or until Abandon, saying each second how many points
+// wait. It reports whether Abandon ended the wait.
+func (s *Sink) waitFlush() (abandoned bool) {
+	start := time.Now()
+	timer := time.NewTimer(s.cfg.flushTimeout)
+	defer timer.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	giveUp := func() {
+		s.stop() // a write or backoff in progress ends at once
+		<-s.send.done
+	}
+	for {
+		select {
+		case <-s.send.done:
+			return false
+		case <-tick.C:
+			s.logf("waiting for %s to take %d points (%s of flush_timeout %s; Ctrl-C stops waiting)",
+				s.cfg.url, s.q.pending(), time.Since(start).Round(time.Second), s.cfg.flushTimeout)
+		case <-timer.C:
+			s.logf("WARNING: InfluxDB did not take the buffered points within flush_timeout %s; giving up", s.cfg.flushTimeout)
+			giveUp()
+			return false
+		case <-s.abandon:
+			s.logf("interrupted: no longer waiting for InfluxDB; %d points unsent", s.q.pending())
+			giveUp()
+			return true
+		}
+	}
+}
+
+// Abandon implements core.Abandoner: a Close in progress, or to come,
+// stops waiting for InfluxDB at once, and the points it still holds are
+// reported as unsent, in a warning. Safe to call more than once, and
+// concurrently with Close.
+func (s *Sink) Abandon() {
+	s.abandonOnce.Do(func() { close(s.abandon) })
+}
+
+// Warnings implements core.Warner: after Close, the points lost without
+// failing the run (required = false, or the wait interrupted), and those
+// dropped for a full buffer.
+func (s *Sink) Warnings() []string { return s.warnings }
 
 // writeTotals queues the run's totals per (scenario, request), per
 // protocol metric and per flow, for the dashboard's tables, and a closing hload_runs

@@ -110,9 +110,33 @@ type Remote struct {
 	// Validate existed says neither.
 	validatesTarget, validatesRequest bool
 
+	// closeTimeout bounds a client's Close (closeTimeout, shortened by
+	// tests).
+	closeTimeout time.Duration
+	// hung: a client failed because the plugin stopped responding, so
+	// asking it to shut down is a waste of time (Hung).
+	hung atomic.Bool
+
 	mu      sync.Mutex
 	clients map[*client]struct{} // open, so a Harness can close them
 }
+
+// noteFailure remembers that the plugin stopped responding, when what
+// says so.
+func (r *Remote) noteFailure(what string) {
+	if strings.HasPrefix(what, hangPrefix) {
+		r.hung.Store(true)
+	}
+}
+
+// hangPrefix begins the What of a failure by a plugin that stopped
+// responding.
+const hangPrefix = "stopped responding"
+
+// Hung reports whether a client of the plugin failed because the plugin
+// stopped responding (a hang, a SIGSTOP): the host then kills the process
+// outright rather than ask it to shut down and wait.
+func (r *Remote) Hung() bool { return r.hung.Load() }
 
 var (
 	_ protocols.Protocol         = (*Remote)(nil)
@@ -169,6 +193,7 @@ func NewRemote(ctx context.Context, c proto.ProtocolClient, opts RemoteOptions) 
 		targetType:       hcldec.ImpliedType(target),
 		requestType:      hcldec.ImpliedType(request),
 		cancelGrace:      cancelGrace,
+		closeTimeout:     closeTimeout,
 		validatesTarget:  d.ValidatesTarget,
 		validatesRequest: d.ValidatesRequest,
 		clients:          make(map[*client]struct{}),
@@ -502,6 +527,18 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 		}
 		c.mu.Unlock()
 		pendingCalls.Put(p)
+		if kind == ErrPlugin {
+			// The run cancels every call once a client has failed, but
+			// not at once: a call that failed at once would be followed
+			// by the VU's next, thousands a second until then. It waits
+			// for the cancel, or cancelGrace where nobody cancels.
+			t := time.NewTimer(c.r.cancelGrace)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: kind})
 		return
 	}
@@ -640,11 +677,25 @@ func (c *client) Close() error {
 	if failed {
 		return nil // the plugin is gone; the failure was reported already
 	}
-	ctx, done := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, done := context.WithTimeout(context.Background(), c.r.closeTimeout)
 	defer done()
 	resp, err := c.r.c.CloseClient(ctx, &proto.CloseRequest{ClientId: c.id})
 	if err != nil {
-		return fmt.Errorf("plugin %q: close: %w", c.r.opts.Name, rpcErr(err))
+		// The plugin did not answer its Close: it hangs, or died, after
+		// the run's last call. That is a failure of the run as it would
+		// have been during the load, delivered on Failed, which the run
+		// watches until its clients are closed.
+		what := "failed to close its client: " + rpcErr(err).Error()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			what = fmt.Sprintf("%s: its client did not close within %s", hangPrefix, c.r.closeTimeout)
+		}
+		c.r.noteFailure(what)
+		perr := &PluginError{Plugin: c.r.opts.Name, What: what, Err: err}
+		if c.r.opts.Stderr != nil {
+			perr.Stderr = c.r.opts.Stderr()
+		}
+		c.failed <- perr // capacity 1, and the stream had not failed
+		return perr
 	}
 	if resp.Error != "" {
 		return fmt.Errorf("plugin %q: close: %s", c.r.opts.Name, resp.Error)
@@ -661,7 +712,9 @@ func (c *client) abandon(kind protocols.ErrorKind) {
 	}
 }
 
-// fail records the client's one failure and unblocks every VU.
+// fail records the client's one failure, delivers it on Failed, then
+// unblocks every VU. In that order: the VUs' last calls end the run's
+// scenarios, and the run must find the failure when they have.
 func (c *client) fail(what string, err error) {
 	c.mu.Lock()
 	if c.failErr != nil || c.closed {
@@ -669,15 +722,18 @@ func (c *client) fail(what string, err error) {
 		return
 	}
 	perr := &PluginError{Plugin: c.r.opts.Name, What: what, Err: err}
-	c.failErr = perr
-	c.abandon(ErrPlugin)
+	c.failErr = perr // new calls fail at once from here
 	c.mu.Unlock()
+	c.r.noteFailure(what)
 	c.cancel()
 	c.unfollow()
 	if c.r.opts.Stderr != nil {
 		perr.Stderr = c.r.opts.Stderr()
 	}
-	c.failed <- perr
+	c.failed <- perr // capacity 1, and this is the one failure
+	c.mu.Lock()
+	c.abandon(ErrPlugin)
+	c.mu.Unlock()
 }
 
 // follow follows keys in the run's ledger for the plugin, each once, and
@@ -1271,7 +1327,7 @@ func (c *client) watch() {
 				continue
 			}
 			if now.Sub(lastSeen) >= timeout {
-				c.fail(fmt.Sprintf("stopped responding: no message for %s with %d calls in flight", timeout, inFlight), nil)
+				c.fail(fmt.Sprintf("%s: no message for %s with %d calls in flight", hangPrefix, timeout, inFlight), nil)
 				return
 			}
 		}
