@@ -233,12 +233,15 @@ func (r *run) sinkName(i int) string {
 	return ""
 }
 
-// sinkError names sink i in err, when it has a name.
+// sinkError names sink i in err, when it has a name, and hides the test's
+// sensitive values in it: a sink's error may name a path or a URL read
+// from env(), and it reaches the summary after the summary was redacted.
 func (r *run) sinkError(i int, err error) error {
+	msg := r.state.redact(err.Error())
 	if name := r.sinkName(i); name != "" {
-		return fmt.Errorf("%s: %w", name, err)
+		msg = name + ": " + msg
 	}
-	return err
+	return errors.New(msg)
 }
 
 // startSinks starts every sink. When one cannot start, the ones already
@@ -253,7 +256,7 @@ func (r *run) startSinks() (*metrics.Summary, error) {
 			if name == "" {
 				name = fmt.Sprintf("sink %d", i+1)
 			}
-			err = fmt.Errorf("%s could not start: %w", name, err)
+			err = fmt.Errorf("%s could not start: %s", name, r.state.redact(err.Error()))
 			none := &metrics.Summary{HloadVersion: r.info.Version, RunID: r.info.RunID, Started: r.info.Started,
 				Ended: time.Now(), Files: r.info.Files, Variables: r.info.Variables, Failed: err.Error()}
 			for j := i - 1; j >= 0; j-- {

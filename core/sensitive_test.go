@@ -133,3 +133,64 @@ func excerptAround(text, s string) string {
 		i = j + len(s)
 	}
 }
+
+// closingSink fails as a sink whose path was read from env() would: at its
+// start, or at its close, with an error quoting the secret.
+type closingSink struct{ failStart bool }
+
+func (s closingSink) Start(context.Context, metrics.RunInfo) error {
+	if s.failStart {
+		return fmt.Errorf("open /data/%s/out.csv: no such file or directory", coreSecret)
+	}
+	return nil
+}
+func (closingSink) Write(metrics.Snapshot) error { return nil }
+func (closingSink) Close(metrics.Summary) error {
+	return fmt.Errorf("close /data/%s/out.csv: no space left on device", coreSecret)
+}
+
+// TestSinkErrorsAreRedacted: a sink's error at its start or its close,
+// which come after the summary's own redaction, holds no sensitive value
+// in the summary, in the run's error, or in what the other sinks get.
+func TestSinkErrorsAreRedacted(t *testing.T) {
+	p := echoingProtocol{failAfter: -1}
+	hcl := `
+variable "token" {
+  sensitive = true
+  default   = "` + coreSecret + `"
+}
+target "t" {
+  protocol = "echoing"
+}
+scenario "s" {
+  executor   = "iterations"
+  vus        = 1
+  iterations = 3
+  request "r" {
+    path = "/${var.token}"
+  }
+}
+`
+	for _, failStart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("at the start %v", failStart), func(t *testing.T) {
+			test := loadWith(t, hcl, p)
+			sink := &snapshotSink{}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sum, err := Run(ctx, test, Options{Protocols: protocols.NewRegistry(p), Sinks: []Sink{sink, closingSink{failStart: failStart}}})
+			if err == nil || sum == nil {
+				t.Fatalf("the run did not fail: %v", err)
+			}
+			seen, _ := json.Marshal(struct {
+				Sum, Given any
+				Err        string
+			}{sum, sink.sum, err.Error()})
+			if strings.Contains(string(seen), coreSecret) {
+				t.Errorf("%q reached the summary, a sink or the error:\n%s", coreSecret, excerptAround(string(seen), coreSecret))
+			}
+			if !strings.Contains(string(seen), config.Redacted+"/out.csv") {
+				t.Errorf("the sink's error is not there, redacted:\n%s", seen)
+			}
+		})
+	}
+}

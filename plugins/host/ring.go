@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"sync"
+
+	"github.com/hload/hload/core/metrics"
 )
 
 // maxLineBytes bounds one kept stderr line, so a plugin that writes a huge
@@ -94,6 +96,9 @@ func (s *stream) addPartial(p []byte) {
 }
 
 func (r *ring) push(line string) {
+	// A plugin may quote its server: no control character of its reaches
+	// hload's terminal or the summary's failure.
+	line = metrics.Printable(line)
 	if r.out != nil {
 		// Best effort: a closed stderr must not stop the plugin's calls.
 		io.WriteString(r.out, r.prefix+line+"\n")

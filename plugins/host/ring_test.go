@@ -35,3 +35,18 @@ func TestRingStreams(t *testing.T) {
 		t.Errorf("after flush, kept %q", got)
 	}
 }
+
+// TestRingEscapesControlCharacters: a plugin that quotes its server's
+// words (a terminal escape that clears the screen and retitles the
+// window) reaches hload's stderr and the kept lines escaped.
+func TestRingEscapesControlCharacters(t *testing.T) {
+	var out bytes.Buffer
+	r := newRing(10)
+	r.copyTo(&out, "plugin p: ")
+	r.Write([]byte("server said \x1b[2J\x1b]0;owned\x07\n"))
+	for _, got := range []string{out.String(), strings.Join(r.Lines(), "|")} {
+		if strings.ContainsAny(got, "\x1b\x07") || !strings.Contains(got, `\x1b[2J`) {
+			t.Errorf("%q: want the escape sequence escaped", got)
+		}
+	}
+}

@@ -105,7 +105,9 @@ func (s *Sink) Counts() Counts {
 func (s *Sink) logf(format string, args ...any) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	fmt.Fprintf(s.opts.Log, "influxdb: "+format+"\n", args...)
+	// Its server's words may hold control characters: escaped, as the
+	// console escapes every server's text.
+	fmt.Fprintln(s.opts.Log, metrics.Printable(fmt.Sprintf("influxdb: "+format, args...)))
 }
 
 // Start checks that InfluxDB answers and takes a point in the bucket, so

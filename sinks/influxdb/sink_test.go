@@ -549,3 +549,15 @@ func TestFlowPoints(t *testing.T) {
 		t.Errorf("without flows:\n%s\nwant the 9 points of old:\n%s", strings.Join(without, "\n"), strings.Join(rest, "\n"))
 	}
 }
+
+// TestLogEscapesControlCharacters: what the sink says of its server (an
+// error body, say) reaches hload's stderr with its control characters
+// escaped, as every server's text does.
+func TestLogEscapesControlCharacters(t *testing.T) {
+	var log bytes.Buffer
+	s := &Sink{opts: Options{Log: &log}}
+	s.logf("write failed: %s", "400 \x1b[2J\x1b]0;owned\x07")
+	if got := log.String(); strings.ContainsAny(got, "\x1b\x07") || !strings.HasPrefix(got, `influxdb: write failed: 400 \x1b[2J`) || !strings.HasSuffix(got, "\n") {
+		t.Errorf("logged %q: want one line, its escape sequence escaped", got)
+	}
+}
