@@ -237,11 +237,13 @@ func (r *run) sinkName(i int) string {
 // sensitive values in it: a sink's error may name a path or a URL read
 // from env(), and it reaches the summary after the summary was redacted.
 func (r *run) sinkError(i int, err error) error {
-	msg := r.state.redact(err.Error())
-	if name := r.sinkName(i); name != "" {
-		msg = name + ": " + msg
+	if msg := r.state.redact(err.Error()); msg != err.Error() {
+		err = errors.New(msg) // the sink's own error held a secret
 	}
-	return errors.New(msg)
+	if name := r.sinkName(i); name != "" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return err
 }
 
 // startSinks starts every sink. When one cannot start, the ones already
