@@ -7,10 +7,11 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hload/hload/internal/tcptest"
 )
 
 // closeEveryServer answers every request with a complete keep-alive
@@ -61,7 +62,7 @@ func (s *closeEveryServer) serve(t *testing.T, conn *net.TCPConn, every int, wit
 		s.read.Add(1)
 		last := n%every == 0
 		if last && withFIN {
-			cork(t, conn)
+			tcptest.Cork(t, conn)
 		}
 		if _, err := io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
 			return
@@ -84,7 +85,7 @@ func TestServerCloseIsNotReused(t *testing.T) {
 	const calls = 60
 	for _, withFIN := range []bool{true, false} {
 		t.Run(fmt.Sprintf("FIN with the response %v", withFIN), func(t *testing.T) {
-			if withFIN && runtime.GOOS != "linux" {
+			if withFIN && !tcptest.CanCork {
 				t.Skip("TCP_CORK is Linux's")
 			}
 			srv := newCloseEveryServer(t, 3, withFIN)

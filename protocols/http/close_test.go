@@ -8,7 +8,6 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/internal/tcptest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/protocoltest"
 )
@@ -58,7 +58,7 @@ func newClosingServer(t testing.TB, cl closing) *closingServer {
 			io.Copy(io.Discard, r.Body)
 			last := n%cl.every == 0
 			if last && cl.withFIN {
-				cork(t, tcp)
+				tcptest.Cork(t, tcp)
 			}
 			// Counted before the write: the client may have the response,
 			// and the test its count, before Write returns.
@@ -126,7 +126,7 @@ func TestServerCloseAfterAResponse(t *testing.T) {
 				for _, overTLS := range []bool{false, true} {
 					cl := closing{every: every, linger: linger, withFIN: withFIN, tls: overTLS}
 					t.Run(fmt.Sprintf("FIN with the response %v, lingering %v, TLS %v", withFIN, linger, overTLS), func(t *testing.T) {
-						if withFIN && runtime.GOOS != "linux" {
+						if withFIN && !tcptest.CanCork {
 							t.Skip("TCP_CORK is Linux's")
 						}
 						srv := newClosingServer(t, cl)
