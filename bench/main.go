@@ -45,6 +45,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hload/hload/bench/loadavg"
 )
 
 func main() {
@@ -216,7 +218,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		os.Setenv("PATH", filepath.Join(cache, "hload", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	rep := report{Date: time.Now(), CPUs: runtime.NumCPU(), Duration: o.duration.String(),
-		Rounds: o.rounds, Connections: o.connections, LoadAvgStart: loadAvg()}
+		Rounds: o.rounds, Connections: o.connections, LoadAvgStart: loadavg.Read()}
 
 	dir, err := os.MkdirTemp("", "hload-bench-")
 	if err != nil {
@@ -325,7 +327,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 
 	rep.Medians = medians(rep.Runs)
 	rep.Ratios = ratios(rep.Medians, rep.Pinned)
-	rep.LoadAvgEnd = loadAvg()
+	rep.LoadAvgEnd = loadavg.Read()
 	printResults(out, "medians over "+plural(o.rounds, "round"), rep.Medians)
 	printRatios(out, rep.Ratios)
 	fmt.Fprintf(out, "\nload average at the end %s; other work on the machine makes these figures noisy\n", rep.LoadAvgEnd)
@@ -404,19 +406,6 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, data, 0o755)
-}
-
-// loadAvg is the machine's 1, 5 and 15-minute load average, or "?".
-func loadAvg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(data))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // plural is n and the noun, with an s unless n is 1.

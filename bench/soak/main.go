@@ -37,6 +37,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/hload/hload/bench/loadavg"
 )
 
 func main() {
@@ -158,7 +160,7 @@ scenario "soak" {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	fmt.Fprintf(out, "hload at %d requests/s for %v, sampled every %v (load average %s)\n", o.rate, o.duration, o.every, loadAvg())
+	fmt.Fprintf(out, "hload at %d requests/s for %v, sampled every %v (load average %s)\n", o.rate, o.duration, o.every, loadavg.Read())
 	var samples []sample
 	tick := time.NewTicker(o.every)
 	defer tick.Stop()
@@ -292,16 +294,4 @@ func freeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
