@@ -17,12 +17,12 @@ import (
 // those that end with the substring the checks look for.
 type bodyCounts struct{ served, marked atomic.Int64 }
 
-// TestBodyChecksEndToEnd runs `hload apply` with checks on bodies of 8 MB,
+// TestFaultLargeBodyChecks runs `hload apply` with checks on bodies of 8 MB,
 // in-process and isolated: every third body ends with the substring the
 // check looks for, and a gzip body holds it only once decoded. The checks
 // that passed are the bodies the server marked, by its own count, and a
 // capture on a body past max_body fails every call as body_too_large.
-func TestBodyChecksEndToEnd(t *testing.T) {
+func TestFaultLargeBodyChecks(t *testing.T) {
 	const size = 8 << 20
 	filler := bytes.Repeat([]byte("0123456789abcdef"), 4096)
 	counts := map[string]*bodyCounts{"/big": {}, "/gzip": {}, "/json": {}}

@@ -74,14 +74,14 @@ func (s *closeEveryServer) serve(t *testing.T, conn *net.TCPConn, every int, wit
 	}
 }
 
-// TestServerCloseIsNotReused is Must-show 3 of issue 23: 2 VUs make 60
+// TestFaultServerCloseIsNotReused is Must-show 3 of issue 23: 2 VUs make 60
 // calls to a server that closes its connection after every 3rd response
 // with a FIN and no Connection: close. When the FIN comes with the
 // response, all 60 are served and counted 200, by the server's count; when
 // it follows the response, a call written before it arrives fails at once
 // (idle_closed or reset), and hload's 200s are still the server's
 // responses. No call waits for its timeout.
-func TestServerCloseIsNotReused(t *testing.T) {
+func TestFaultServerCloseIsNotReused(t *testing.T) {
 	const calls = 60
 	for _, withFIN := range []bool{true, false} {
 		t.Run(fmt.Sprintf("FIN with the response %v", withFIN), func(t *testing.T) {

@@ -23,15 +23,31 @@ import (
 	"github.com/hload/hload/internal/tcptest"
 )
 
-// The fault suite runs the hload binary, as a user does, against servers
-// and processes that fail the ways production does, and checks each run
-// against what hload did not write: the server's own count of the request
-// heads it read, the rows on disk, and the exit code. Each case logs one
-// line of the same shape, so a run of
+// The fault suite runs the hload binary, as a user does, against servers,
+// processes and machines that fail the ways production does, and checks
+// each run against what hload did not write: the server's own count, the
+// rows on disk, and the exit code. Every case is a TestFault* test of this
+// package, so that
 //
 //	go test -run TestFault -v ./cmd/hload
 //
-// prints the suite's table.
+// runs the whole suite. The cases of this file log one line of the same
+// shape each. The others are beside the code they guard:
+//
+//	TestFaultServerCloseIsNotReused     a server that closes after a response (close_test.go)
+//	TestFaultLargeBodyChecks            checks on 8 MB bodies, gzip, both paths (body_test.go)
+//	TestFaultFrozenPlugin               a plugin stopped (SIGSTOP) at 2 s, 8 s, after its last call
+//	TestFaultKilledPluginLeavesNoSocket its unix socket removed (frozen_plugin_test.go)
+//	TestFaultOptionalInfluxDown         required = false with nothing listening
+//	TestFaultCtrlCDuringInfluxFlush     Ctrl-C while the end's flush waits (influx_optional_test.go)
+//	TestFaultTooLargeForTheMachine      vus = 10000000 and rate = 1e9, refused before load
+//	TestFaultTooLargeUnderAddressSpaceLimit  the same under a 4 GiB address space (limits_test.go)
+//	TestFaultCSVFolderRemoved           the CSV sink's folder removed mid-run
+//	TestFaultCSVFullDisk                a full disk: a small tmpfs, or /dev/full
+//	TestFaultOutputPathsCheckedBeforeLoad, TestFaultSummaryExportCannotBeWritten,
+//	TestFaultSinkCannotStart, TestFaultStdoutClosed  exports and outputs (outputs_test.go)
+//	TestFaultServerTextSanitised        terminal escapes in a status line and body (sanitise_test.go)
+//	TestFaultSensitiveValuesNeverWritten  a secret through every output (sensitive_test.go)
 
 // faultServer serves HTTP/1.1 by hand on 127.0.0.1 and counts every
 // request head it read. Its fault falls on every third head it reads
@@ -56,8 +72,9 @@ type faultServer struct {
 
 	mu      sync.Mutex
 	ln      net.Listener
-	heads   int // request heads read
-	faulted int // heads the fault fell on
+	heads   int            // request heads read
+	targets map[string]int // their request targets, as sent
+	faulted int            // heads the fault fell on
 	away    bool
 	wg      sync.WaitGroup
 }
@@ -68,7 +85,7 @@ func startFaultServer(t *testing.T, fault string) *faultServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &faultServer{t: t, fault: fault, addr: ln.Addr().String(), ln: ln}
+	s := &faultServer{t: t, fault: fault, addr: ln.Addr().String(), ln: ln, targets: map[string]int{}}
 	s.wg.Add(1)
 	go s.accept(ln)
 	t.Cleanup(func() {
@@ -129,6 +146,7 @@ func (s *faultServer) serve(conn *net.TCPConn) {
 		io.Copy(io.Discard, r.Body)
 		s.mu.Lock()
 		s.heads++
+		s.targets[r.RequestURI]++
 		fault := s.fault != "" && s.heads%3 == 0
 		if fault {
 			s.faulted++
@@ -511,5 +529,24 @@ sink "csv" {
 	if ok == 0 || ok > echoed || echoed > conns || conns > f.Count || int64(r.rawRows) != f.Count {
 		t.Errorf("%d calls, %d succeeded (errors %s); the echo server took %d connections and echoed %d payloads; the raw CSV holds %d rows",
 			f.Count, ok, kinds(f.ErrorsByKind), conns, echoed, r.rawRows)
+	}
+}
+
+// TestFaultQueryIsEncoded: a query written with a space and a quote in
+// the test's path reaches the server percent-encoded, as the path is, so
+// that the server reads every request (a raw space would end its request
+// target), and the summary's count is the server's.
+func TestFaultQueryIsEncoded(t *testing.T) {
+	srv := startFaultServer(t, "")
+	cmd, dir, out := startFaultRun(t, strings.Replace(faultTest, `path = "/r"`, `path = "/r?q=a b&c=d\"e"`, 1), "base_url="+srv.url())
+	r := finishFaultRun(t, cmd, dir, out)
+	heads, _ := srv.counts()
+	srv.mu.Lock()
+	targets := fmt.Sprint(srv.targets)
+	srv.mu.Unlock()
+	r.logLine(t, fmt.Sprintf("server read %d heads: %s", heads, targets))
+	f := r.request(t)
+	if want := "map[/r?q=a%20b&c=d%22e:60]"; targets != want || f.Count != int64(heads) || f.Errors != 0 || r.code != exitOK {
+		t.Errorf("the server read %s, want %s; hload counted %d calls (errors %s), exit %d", targets, want, f.Count, kinds(f.ErrorsByKind), r.code)
 	}
 }

@@ -57,13 +57,13 @@ scenario "other" {
 	return src
 }
 
-// TestFrozenPlugin (must-show 2): the echo plugin is stopped (SIGSTOP) at
+// TestFaultFrozenPlugin (must-show 2): the echo plugin is stopped (SIGSTOP) at
 // some point of the run, and never answers again. Wherever that falls,
 // during the load, near its end (the calls in flight then end in the
 // graceful stop), or after the plugin's last call (the run goes on
 // without it, and its Close gets no answer), hload fails the run, names
 // the plugin, exits 1 in bounded time, and leaves no process behind.
-func TestFrozenPlugin(t *testing.T) {
+func TestFaultFrozenPlugin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end runs that wait for the hang timeout; scripts/test.sh runs them without -short")
 	}
@@ -155,11 +155,11 @@ func socketsIn(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestKilledPluginLeavesNoSocket: the plugin makes its unix socket in the
+// TestFaultKilledPluginLeavesNoSocket: the plugin makes its unix socket in the
 // temporary folder (TMPDIR, a folder of the test's own here), and a
 // plugin killed mid-run (SIGKILL) cannot remove it; hload does. Counted
 // before the run, while it runs, and after.
-func TestKilledPluginLeavesNoSocket(t *testing.T) {
+func TestFaultKilledPluginLeavesNoSocket(t *testing.T) {
 	requirePlugins(t)
 	tmp := t.TempDir()
 	bin, sum := pluginCopy(t, "echo")

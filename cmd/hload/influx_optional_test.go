@@ -52,12 +52,12 @@ func downURL(t *testing.T) string {
 	return "http://" + ln.Addr().String()
 }
 
-// TestOptionalInfluxDown (must-show 5): an InfluxDB sink with required =
+// TestFaultOptionalInfluxDown (must-show 5): an InfluxDB sink with required =
 // false and nothing listening. The load runs; at its end hload waits at
 // most the short default flush_timeout, then exits 0, passing with
 // warnings that count the points that never arrived. Timed against the
 // load's end as the summary reports it.
-func TestOptionalInfluxDown(t *testing.T) {
+func TestFaultOptionalInfluxDown(t *testing.T) {
 	srv, served := okServer(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "test.hcl", influxTest(downURL(t), "required = false"))
@@ -94,13 +94,13 @@ func fakeInflux(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestCtrlCDuringInfluxFlush (must-show 5): InfluxDB does not take the
+// TestFaultCtrlCDuringInfluxFlush (must-show 5): InfluxDB does not take the
 // run's last points, and flush_timeout is long. A Ctrl-C (SIGINT to
 // hload) while the sink waits ends the wait at once: exit 130, the points
 // unsent are a warning, the summary says interrupted. With required =
 // false InfluxDB is down from the start; with required = true it is up
 // at the start and goes away during the run.
-func TestCtrlCDuringInfluxFlush(t *testing.T) {
+func TestFaultCtrlCDuringInfluxFlush(t *testing.T) {
 	for _, required := range []bool{false, true} {
 		t.Run(fmt.Sprintf("required = %v", required), func(t *testing.T) {
 			srv, _ := okServer(t)

@@ -25,12 +25,12 @@ scenario "s" {
 }
 `
 
-// TestTooLargeForTheMachine: validate, plan and apply refuse a test whose
+// TestFaultTooLargeForTheMachine: validate, plan and apply refuse a test whose
 // VUs cannot fit this machine, exit 2, naming the figure and the limit, on
 // the attribute that sets them; apply sends nothing (the server counts
 // 0). An open model whose default pool is sized from rate = 1e9 is refused
 // alike.
-func TestTooLargeForTheMachine(t *testing.T) {
+func TestFaultTooLargeForTheMachine(t *testing.T) {
 	srv, served := okServer(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "huge.hcl", hugeTest)
@@ -95,12 +95,12 @@ scenario "s" {
 	}
 }
 
-// TestTooLargeUnderAddressSpaceLimit: under a 4 GiB address-space limit
+// TestFaultTooLargeUnderAddressSpaceLimit: under a 4 GiB address-space limit
 // (prlimit --as, as a container or a shared host may set), apply refuses
 // 10,000,000 VUs with exit 2, naming the limit, and sends nothing; before
 // the check it ran load for 25-30 s and then died in the Go runtime with
 // "fatal error: out of memory".
-func TestTooLargeUnderAddressSpaceLimit(t *testing.T) {
+func TestFaultTooLargeUnderAddressSpaceLimit(t *testing.T) {
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
 		t.Skip("prlimit (util-linux) not found")

@@ -99,10 +99,10 @@ func wholeRawRows(t *testing.T, path string) int {
 	return len(rows) - 1
 }
 
-// TestCSVFolderRemovedMidRun: the CSV sink's folder is removed while the
+// TestFaultCSVFolderRemoved: the CSV sink's folder is removed while the
 // run writes it. Both files are gone, so the run fails and says so: every
 // raw row (one per call, 5,000 by the server's count) is lost.
-func TestCSVFolderRemovedMidRun(t *testing.T) {
+func TestFaultCSVFolderRemoved(t *testing.T) {
 	srv, served := okServer(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
@@ -149,11 +149,11 @@ func TestCSVFolderRemovedMidRun(t *testing.T) {
 // rowsLost reads "(N of M rows not written; the file holds the other K".
 var rowsLost = regexp.MustCompile(`res\.raw\.csv: no space left on device \((\d+) of (\d+) rows not written; the file holds the other (\d+), each whole\)`)
 
-// TestCSVFullDisk: the CSV sink writes to a 128 KiB tmpfs, which fills
+// TestFaultCSVFullDisk: the CSV sink writes to a 128 KiB tmpfs, which fills
 // during the run. The run fails; the raw file holds whole rows only, and
 // the message's counts are the rows on disk and the calls the server
 // served.
-func TestCSVFullDisk(t *testing.T) {
+func TestFaultCSVFullDisk(t *testing.T) {
 	out := mountTmpfs(t, 128<<10)
 	srv, served := okServer(t)
 	dir := t.TempDir()
@@ -186,11 +186,11 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
-// TestOutputPathsCheckedBeforeLoad: an output that cannot be written (a
+// TestFaultOutputPathsCheckedBeforeLoad: an output that cannot be written (a
 // folder that does not exist, a read-only folder, a folder where a file
 // should be) is found before any load is sent: exit 2, naming the flag or
 // the sink's block, and validate finds the sinks' too.
-func TestOutputPathsCheckedBeforeLoad(t *testing.T) {
+func TestFaultOutputPathsCheckedBeforeLoad(t *testing.T) {
 	srv, served := okServer(t)
 	ro := readOnlyFolder(t)
 	for _, tc := range []struct {
@@ -248,11 +248,11 @@ func TestOutputPathsCheckedBeforeLoad(t *testing.T) {
 	}
 }
 
-// TestSummaryExportCannotBeWritten: an export that cannot be written at
+// TestFaultSummaryExportCannotBeWritten: an export that cannot be written at
 // the end of the run (its folder removed meanwhile, its disk full) fails
 // the run before the console's verdict, which is never PASS, and leaves
 // no file, whole or partial, behind.
-func TestSummaryExportCannotBeWritten(t *testing.T) {
+func TestFaultSummaryExportCannotBeWritten(t *testing.T) {
 	srv, _ := okServer(t)
 	for _, tc := range []struct {
 		name  string
@@ -318,10 +318,10 @@ func TestSummaryExportCannotBeWritten(t *testing.T) {
 	}
 }
 
-// TestSummaryWrittenWhenSinkCannotStart: a sink that cannot start (an
+// TestFaultSinkCannotStart: a sink that cannot start (an
 // InfluxDB where nothing listens) stops the run before any load, and the
 // summary export still says why, naming the sink's block.
-func TestSummaryWrittenWhenSinkCannotStart(t *testing.T) {
+func TestFaultSinkCannotStart(t *testing.T) {
 	srv, served := okServer(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -342,10 +342,10 @@ func TestSummaryWrittenWhenSinkCannotStart(t *testing.T) {
 	}
 }
 
-// TestStdoutClosed: the reader of stdout goes away after the first line
+// TestFaultStdoutClosed: the reader of stdout goes away after the first line
 // (`hload apply ... | head -1`). The run goes on to its end, exits 0, not
 // killed by SIGPIPE, and its summary export holds every call.
-func TestStdoutClosed(t *testing.T) {
+func TestFaultStdoutClosed(t *testing.T) {
 	srv, served := okServer(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "test.hcl", fmt.Sprintf(outputsTest, "res.csv"))

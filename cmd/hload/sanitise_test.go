@@ -17,12 +17,12 @@ import (
 // terminal of whoever reads hload's output.
 const hostile = "\x1b[2J\x1b]0;owned\x07"
 
-// TestServerTextSanitised: a server answers every call with a status line
+// TestFaultServerTextSanitised: a server answers every call with a status line
 // and a body that carry terminal escapes. Its words reach the console's
 // errors by kind and warnings with the escapes shown as text, never as
 // control characters; the CSV files and the HTML report hold none; the
 // summary JSON keeps the server's words exactly, escaped by its encoding.
-func TestServerTextSanitised(t *testing.T) {
+func TestFaultServerTextSanitised(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"github.com/hload/hload/config"
 )
 
-// The secrets of TestSensitiveValuesNeverWritten, one per way in, and
+// The secrets of TestFaultSensitiveValuesNeverWritten, one per way in, and
 // what the test derives from them.
 const (
 	flagSecret = "FlagSecret7x" // --var, on a variable with sensitive = true
@@ -152,7 +152,7 @@ func newInfluxRecorder(t *testing.T) *influxRecorder {
 	return f
 }
 
-// TestSensitiveValuesNeverWritten runs a test that sends a secret from
+// TestFaultSensitiveValuesNeverWritten runs a test that sends a secret from
 // each way in (--var on a sensitive variable, HLOAD_VAR_, env()), as it is
 // and derived (upper(), lower(), in a template with a per-call value),
 // to a server that echoes them in its status line, so that every failed
@@ -161,7 +161,7 @@ func newInfluxRecorder(t *testing.T) *influxRecorder {
 // calls, the HTML report, the lines InfluxDB received. The redaction must
 // show where the echo was. Then a file with a bad expression on each
 // secret is validated and applied: the diagnostics hold none either.
-func TestSensitiveValuesNeverWritten(t *testing.T) {
+func TestFaultSensitiveValuesNeverWritten(t *testing.T) {
 	srv, served := reflectingServer(t)
 	influx := newInfluxRecorder(t)
 	dir := t.TempDir()
