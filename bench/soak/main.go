@@ -21,7 +21,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,10 +94,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // sample is one reading of the hload process.
 type sample struct {
-	At         time.Duration `json:"at_s"`
-	RSSKB      int64         `json:"rss_kb"`
-	Goroutines int64         `json:"goroutines"`
-	OpenFiles  int64         `json:"open_files"`
+	At    time.Duration `json:"at_s"`
+	RSSKB int64         `json:"rss_kb"`
+	// LiveKB is the heap's live objects after a collection: what a leak
+	// grows. RSS also holds the garbage Go lets grow to twice the live
+	// heap before it collects, which at a few allocations a request takes
+	// minutes, and pages it has not yet returned to the system.
+	LiveKB     int64 `json:"live_heap_kb"`
+	Goroutines int64 `json:"goroutines"`
+	OpenFiles  int64 `json:"open_files"`
 }
 
 func soak(ctx context.Context, o options, out io.Writer) error {
@@ -179,7 +183,8 @@ scenario "soak" {
 			}
 			s.At = time.Since(began).Round(time.Second)
 			samples = append(samples, s)
-			fmt.Fprintf(out, "  %6s  RSS %7.1f MB  goroutines %5d  open files %4d\n", s.At, float64(s.RSSKB)/1024, s.Goroutines, s.OpenFiles)
+			fmt.Fprintf(out, "  %6s  RSS %7.1f MB  live heap %6.1f MB  goroutines %5d  open files %4d\n",
+				s.At, float64(s.RSSKB)/1024, float64(s.LiveKB)/1024, s.Goroutines, s.OpenFiles)
 		}
 	}
 	var sum struct {
@@ -220,10 +225,15 @@ func judge(out io.Writer, samples []sample, o options, count, served int64) erro
 		of   func(sample) int64
 	}{
 		{"RSS", func(s sample) int64 { return s.RSSKB }},
+		{"live heap", func(s sample) int64 { return s.LiveKB }},
 		{"goroutines", func(s sample) int64 { return s.Goroutines }},
 		{"open files", func(s sample) int64 { return s.OpenFiles }},
 	} {
 		b := f.of(samples[base])
+		if b <= 0 {
+			errs = append(errs, fmt.Errorf("%s at %v is %d: nothing to measure growth from", f.name, samples[base].At, b))
+			continue
+		}
 		worst, at := 0.0, samples[base].At
 		for _, s := range samples[base+1:] {
 			if g := float64(f.of(s)-b) / float64(b); g > worst {
@@ -262,23 +272,50 @@ func read(pid int, addr string) (sample, error) {
 		return s, err
 	}
 	s.OpenFiles = int64(len(fds))
-	s.Goroutines, err = goroutines(addr)
+	if s.Goroutines, err = goroutines(addr); err != nil {
+		return s, err
+	}
+	s.LiveKB, err = liveHeap(addr)
 	return s, err
+}
+
+// liveHeap reads the heap in use after a collection (HeapAlloc, in the
+// MemStats that close the heap profile's text) from the process's pprof
+// endpoint, in KB.
+func liveHeap(addr string) (int64, error) {
+	body, err := get(addr, "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n / 1024, err
+		}
+	}
+	return 0, errors.New("the heap profile holds no HeapAlloc")
+}
+
+// get returns the body of the process's pprof endpoint at path.
+func get(addr, path string) (string, error) {
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
 
 // goroutines reads "goroutine profile: total N" from the process's pprof
 // endpoint.
 func goroutines(addr string) (int64, error) {
-	client := http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	body, err := get(addr, "/debug/pprof/goroutine?debug=1")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	if err != nil {
-		return 0, err
-	}
+	line, _, _ := strings.Cut(body, "\n")
 	total, ok := strings.CutPrefix(strings.TrimSpace(line), "goroutine profile: total ")
 	if !ok {
 		return 0, fmt.Errorf("the goroutine profile begins %q", line)

@@ -16,7 +16,7 @@ import (
 func TestJudge(t *testing.T) {
 	o := options{every: time.Minute, baseline: time.Minute, maxGrowth: 0.10}
 	at := func(m int, rss, g, fds int64) sample {
-		return sample{At: time.Duration(m) * time.Minute, RSSKB: rss, Goroutines: g, OpenFiles: fds}
+		return sample{At: time.Duration(m) * time.Minute, RSSKB: rss, LiveKB: rss / 2, Goroutines: g, OpenFiles: fds}
 	}
 	flat := []sample{at(1, 1000, 50, 20), at(10, 1050, 52, 20), at(30, 1090, 50, 21)}
 	startUp := append([]sample{at(0, 100, 5, 3)}, flat...)
@@ -29,7 +29,7 @@ func TestJudge(t *testing.T) {
 	}{
 		{"flat", flat, 10, ""},
 		{"the start-up is not growth", startUp, 10, ""},
-		{"a leak", leak, 10, "RSS grew 40.0 % from 1m0s to 30m0s"},
+		{"a leak", leak, 10, "live heap grew 40.0 % from 1m0s to 30m0s"},
 		{"counts differ", flat, 9, "hload counted 9 requests, the server answered 10"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestShortSoak(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log(out.String())
-	if n := strings.Count(out.String(), "goroutines "); n < 4 || strings.Contains(out.String(), "sample at") {
+	if n := strings.Count(out.String(), "live heap "); n < 5 || strings.Contains(out.String(), "sample at") {
 		t.Errorf("%d samples read, or a sample failed:\n%s", n, out.String())
 	}
 	if !strings.Contains(out.String(), "hload counted 1000 requests, the server answered 1000") {

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 )
 
 // servePprof serves the process's runtime profiles (goroutine, heap,
-// allocs, threadcreate, block, mutex) at /debug/pprof/NAME on the
+// allocs, threadcreate, block, mutex) at /debug/pprof/NAME (?gc=1 runs a
+// garbage collection first, ?debug=1 writes text) on the
 // loopback address HLOAD_PPROF_ADDR names, for as long as the process
 // runs: bench/soak reads the goroutines of a long run there. It uses
 // runtime/pprof on a mux of its own, not net/http/pprof, whose import
@@ -37,6 +39,9 @@ func servePprof(stderr io.Writer) {
 		if p == nil {
 			http.NotFound(w, r)
 			return
+		}
+		if r.URL.Query().Get("gc") == "1" {
+			runtime.GC() // as net/http/pprof's gc=1: the heap's live objects only
 		}
 		debug, _ := strconv.Atoi(r.URL.Query().Get("debug"))
 		if debug > 0 {
