@@ -110,9 +110,19 @@ func TestBodyChecksStream(t *testing.T) {
 	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
 		for _, h2 := range []bool{false, true} {
 			srv := bodyServer(t, h2)
-			c := open(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+			c := open(t, p, srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True,
+				// Room for 200 MB on a slow machine: a timeout is not what this tests.
+				"timeout": cty.StringVal("2m")})
 			for _, tc := range cases {
 				t.Run(fmt.Sprintf("HTTP/2 %v, %s", h2, tc.name), func(t *testing.T) {
+					if testing.Short() && strings.Contains(tc.name, "200 MB") {
+						// Under the race detector (scripts/test.sh's -short
+						// pass) 200 MB over HTTP/2 took longer than the
+						// target's 5 s timeout in a CI run, and sync.Pool,
+						// which drops items there, made net/http2 allocate
+						// 121 MB; the full pass runs these.
+						t.Skip("200 MB bodies: scripts/test.sh runs them in its full pass")
+					}
 					var before, after runtime.MemStats
 					runtime.ReadMemStats(&before)
 					s := scanCall(t, c, tc.path, tc.needles, false, 0)
@@ -148,7 +158,7 @@ func TestBodyKeptUpToMaxBody(t *testing.T) {
 			}{
 				{"shorter than max_body", "/stream?size=1000&tail=END", 1 << 20, 1000, 1000},
 				{"as long as max_body", "/stream?size=4096&tail=END", 4096, 4096, 4096},
-				{"longer than max_body", fmt.Sprintf("/stream?size=%d&tail=END", 50<<20), 1 << 20, 50 << 20, 1 << 20},
+				{"longer than max_body", fmt.Sprintf("/stream?size=%d&tail=END", 5<<20), 1 << 20, 5 << 20, 1 << 20},
 				{"gzip, longer than max_body", "/gzip?size=100000&tail=END", 1000, 100000, 1000},
 			}
 			for _, tc := range cases {
