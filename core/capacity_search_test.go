@@ -82,12 +82,16 @@ scenario "search" {
 		t.Errorf("hload counted %d calls, %d failed; the endpoint served %d and rejected %d", r.Count, r.Errors, served, pool.Rejected())
 	}
 	// The steps' calls are the run's, but for those still in flight when
-	// the last step ended (at most the endpoint's workers and queue).
+	// the last step ended: in the endpoint's 4 workers and 64 places of
+	// queue, and on the wire either way, a request written but not yet
+	// taken by the endpoint or a response not yet read. A busy machine
+	// leaves a few there: one run found 69 in flight.
+	const onTheWire = 16
 	var inSteps int64
 	for _, s := range c.Steps {
 		inSteps += s.Count
 	}
-	if inSteps > r.Count || inSteps < r.Count-4-64 {
+	if inSteps > r.Count || inSteps < r.Count-4-64-onTheWire {
 		t.Errorf("the steps hold %d calls, the run %d", inSteps, r.Count)
 	}
 }
