@@ -15,10 +15,14 @@ const defaultTimeUnit = time.Second
 // The default VU pool of the open executors. maxVUsLatency is the longest
 // iteration the default max_vus keeps up with at the peak rate, by Little's
 // law (VUs busy = rate x latency); preAllocatedLatency sizes the pool that
-// exists from the start, so that a fast target needs no VU started mid-run.
+// exists, connected, from the start. It is small on purpose: each
+// pre-allocated VU opens its connections before the first iteration, and
+// a VU connected but never used costs the server a socket for nothing. A
+// slower target makes the pool grow as iterations wait, a few VUs at a
+// time, each connecting once.
 const (
 	maxVUsLatency       = time.Second
-	preAllocatedLatency = 100 * time.Millisecond
+	preAllocatedLatency = 10 * time.Millisecond
 )
 
 // decodeArrivalRate builds a constant-arrival-rate or ramping-arrival-rate

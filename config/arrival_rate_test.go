@@ -32,8 +32,8 @@ func TestArrivalRateExecutors(t *testing.T) {
   executor = "constant-arrival-rate"
   rate     = 100
   duration = "1m"`,
-			// 100/s: 100 VUs keep up with 1 s iterations, 10 with 100 ms.
-			ConstantArrivalRate{Rate: 100, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 10, MaxVUs: 100}},
+			// 100/s: 100 VUs keep up with 1 s iterations, 1 with 10 ms.
+			ConstantArrivalRate{Rate: 100, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 1, MaxVUs: 100}},
 		{"constant time unit", `
   executor  = "constant-arrival-rate"
   rate      = 1
@@ -48,9 +48,9 @@ func TestArrivalRateExecutors(t *testing.T) {
 			ConstantArrivalRate{Rate: 1.5, TimeUnit: time.Minute, Duration: 10 * time.Minute, PreAllocatedVUs: 1, MaxVUs: 1}},
 		{"constant fractional peak rounds up", `
   executor = "constant-arrival-rate"
-  rate     = 25.5
+  rate     = 255.5
   duration = "1m"`,
-			ConstantArrivalRate{Rate: 25.5, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 3, MaxVUs: 26}},
+			ConstantArrivalRate{Rate: 255.5, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 3, MaxVUs: 256}},
 		{"constant with a queue", `
   executor       = "constant-arrival-rate"
   rate           = 10
@@ -67,8 +67,8 @@ func TestArrivalRateExecutors(t *testing.T) {
   executor = "constant-arrival-rate"
   rate     = 1000
   duration = "1m"
-  max_vus  = 40`,
-			ConstantArrivalRate{Rate: 1000, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 40, MaxVUs: 40}},
+  max_vus  = 4`,
+			ConstantArrivalRate{Rate: 1000, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 4, MaxVUs: 4}},
 		{"constant both set", `
   executor          = "constant-arrival-rate"
   rate              = 1000
@@ -80,7 +80,7 @@ func TestArrivalRateExecutors(t *testing.T) {
   executor = "ramping-arrival-rate"
   stages   = [{ duration = "10s", target = 200 }, { duration = "1m", target = 50 }]`,
 			RampingArrivalRate{TimeUnit: time.Second, Stages: []RateStage{{10 * time.Second, 200}, {time.Minute, 50}},
-				PreAllocatedVUs: 20, MaxVUs: 200}},
+				PreAllocatedVUs: 2, MaxVUs: 200}},
 		{"ramping peak at the start", `
   executor   = "ramping-arrival-rate"
   start_rate = 300
@@ -213,7 +213,7 @@ func TestLoadOpenModel(t *testing.T) {
 	}
 	wantBrowse := RampingArrivalRate{StartRate: 10, TimeUnit: time.Second,
 		Stages:          []RateStage{{30 * time.Second, 200}, {time.Minute, 200}, {10 * time.Second, 0.5}},
-		PreAllocatedVUs: 20, MaxVUs: 200}
+		PreAllocatedVUs: 2, MaxVUs: 200}
 	if !reflect.DeepEqual(browse.Executor, wantBrowse) {
 		t.Errorf("browse executor = %#v, want %#v", browse.Executor, wantBrowse)
 	}

@@ -1,9 +1,13 @@
 package core
 
 import (
+	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hload/hload/protocols"
 )
 
 // pool is the open model's VU pool: idle VUs, how many exist, and the
@@ -24,7 +28,28 @@ type pool struct {
 	// would walk every VU of the pool, and every connection, in turn.
 	idle    []*vu
 	backlog []time.Time // planned starts, oldest first
+	// growing counts the VUs started for waiting iterations that are
+	// not ready yet: still connecting or running their setup.
+	growing int
+
+	// connectors are the scenario's clients that open a VU's connections
+	// ahead of its first call. connecting admits maxConnecting VUs at a
+	// time to do so, whether pre-allocated or added, so that the pool's
+	// connects never arrive as one burst: a server whose accept queue
+	// overflows drops SYNs, and each dropped one costs its call a second.
+	connectors []protocols.Connector
+	connecting chan struct{}
+	// preconnectFailed stops the pre-allocated VUs that have not
+	// connected yet from trying: each would wait as long for the same
+	// failure, which the calls report anyway.
+	preconnectFailed atomic.Bool
+	// started is set once the pre-allocated VUs have tried: a VU
+	// started after it is one the pool grew by.
+	started atomic.Bool
 }
+
+// maxConnecting is how many VUs of a pool connect at once.
+const maxConnecting = 8
 
 // runArrivals is the open model: one pacer for the scenario starts
 // iterations at their planned times, each on a free VU from a pool of
@@ -80,18 +105,66 @@ pace:
 func (sc *scenarioRun) newPool(preAllocated, maxVUs int, maxWait time.Duration, seg Segment) *pool {
 	preAllocated = max(1, seg.Scale(preAllocated))
 	maxVUs = max(preAllocated, seg.Scale(maxVUs))
-	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait}
-	if sc.setup != nil {
-		p.setUp(preAllocated)
-	} else {
+	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait,
+		connectors: sc.connectors(), connecting: make(chan struct{}, maxConnecting)}
+	if sc.setup == nil && len(p.connectors) == 0 {
 		for range preAllocated {
 			p.spawn(nil)
 		}
-		// The lowest ids on top, so that a light load runs on VU 1.
 		p.idle = slices.Clone(p.all)
-		slices.Reverse(p.idle)
+	} else {
+		p.setUp(preAllocated)
 	}
+	// The lowest ids on top, so that a light load runs on VU 1.
+	p.mu.Lock()
+	slices.SortFunc(p.idle, func(a, b *vu) int { return cmp.Compare(b.id, a.id) })
+	p.mu.Unlock()
+	p.started.Store(true)
 	return p
+}
+
+// grown is called by a VU the pool grew by once it is ready, or failed
+// its setup.
+func (p *pool) grown() {
+	p.mu.Lock()
+	p.growing--
+	p.mu.Unlock()
+}
+
+// connectors returns the distinct clients of the scenario's requests that
+// open a VU's connections ahead of its first call.
+func (sc *scenarioRun) connectors() []protocols.Connector {
+	var out []protocols.Connector
+	for i := range sc.requests {
+		c, ok := sc.requests[i].client.(protocols.Connector)
+		if ok && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// connect opens v's connections through the scenario's connectors, when
+// admitted: see connecting. preAllocated says v connects before the
+// pacer starts. A failure is left to v's calls to report.
+func (p *pool) connect(v *vu, preAllocated bool) {
+	if len(p.connectors) == 0 || (preAllocated && p.preconnectFailed.Load()) {
+		return
+	}
+	select {
+	case p.connecting <- struct{}{}:
+	case <-p.sc.ending:
+		return
+	}
+	defer func() { <-p.connecting }()
+	for _, c := range p.connectors {
+		if err := c.Connect(p.sc.callCtx, v.id); err != nil {
+			if preAllocated {
+				p.preconnectFailed.Store(true)
+			}
+			return
+		}
+	}
 }
 
 // spawn starts a new VU goroutine; tried is for a pre-allocated VU that
@@ -105,17 +178,20 @@ func (p *pool) spawn(tried func()) *vu {
 	return v
 }
 
-// setUp starts n VUs that each run the scenario's setup at once, and
-// returns when every one has tried it, or the scenario ends: so the
-// pacer's first iterations find VUs ready instead of waiting for a login.
-// A VU whose setup succeeded is idle by then; one whose setup failed tries
-// again after a backoff, and goes idle when it succeeds.
+// setUp starts n VUs that each connect and run the scenario's setup at
+// once, and returns when every one has tried it, or the scenario ends: so
+// the pacer's first iterations find VUs ready instead of waiting for a
+// connection or a login. A VU whose setup succeeded is idle by then; one
+// whose setup failed tries again after a backoff, and goes idle when it
+// succeeds.
 func (p *pool) setUp(n int) {
 	var tried sync.WaitGroup
 	tried.Add(n)
+	p.mu.Lock()
 	for range n {
 		p.spawn(tried.Done)
 	}
+	p.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		tried.Wait()
@@ -138,7 +214,17 @@ func (p *pool) dispatch(planned time.Time) {
 	} else {
 		switch {
 		case len(p.all) < p.maxVUs:
-			v = p.spawn(nil)
+			// The iteration waits for the first VU to come free: a busy
+			// one that ends its iteration, or one the pool grows by. The
+			// pool grows by one VU per waiting iteration, a few at a
+			// time, so it grows only while iterations wait, and its
+			// connects are paced: a short stall of the target does not
+			// end in a storm of connects that makes it worse.
+			p.backlog = append(p.backlog, planned)
+			if p.growing < maxConnecting && p.growing < len(p.backlog) {
+				p.growing++
+				p.spawn(p.grown)
+			}
 		case p.maxWait > 0:
 			p.backlog = append(p.backlog, planned)
 		default:
@@ -160,6 +246,7 @@ func (p *pool) dispatch(planned time.Time) {
 // idle when it succeeds.
 func (p *pool) run(v *vu, tried func()) {
 	if tried != nil {
+		p.connect(v, !p.started.Load())
 		done, ranOut := v.setUp()
 		var planned time.Time
 		waiting := false
@@ -222,7 +309,9 @@ func (p *pool) next(v *vu) (time.Time, bool) {
 	for len(p.backlog) > 0 {
 		planned := p.backlog[0]
 		p.backlog = p.backlog[1:]
-		if now.Sub(planned) <= p.maxWait {
+		// While the pool may grow, a waiting iteration is one it grows
+		// for; max_queue_wait bounds the wait once it cannot.
+		if len(p.all) < p.maxVUs || now.Sub(planned) <= p.maxWait {
 			return planned, true
 		}
 		p.sc.dropped.Add(1)

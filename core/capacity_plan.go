@@ -32,6 +32,7 @@ func planCapacity(p *ScenarioPlan, e config.CapacitySearch) {
 	}
 	p.PeakRate = last / e.TimeUnit.Seconds()
 	p.PreAllocatedVUs, p.MaxVUs = e.PreAllocatedVUs, e.MaxVUs
+	p.GrowsBy = maxConnecting
 	for i, l := range e.Steps {
 		p.Rates = append(p.Rates, RatePoint{time.Duration(i) * e.StepDuration, l / e.TimeUnit.Seconds()})
 	}

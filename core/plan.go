@@ -29,6 +29,14 @@ type ScenarioPlan struct {
 	// PeakRate is the open model's highest rate, per second.
 	PeakRate        float64
 	PreAllocatedVUs int
+	// ConnectionsPerVU is how many connections a VU of the scenario
+	// holds open, over the targets it uses that give each VU its own;
+	// ConnectsAhead is the part of it that an open-model VU opens before
+	// its first iteration (HTTP's connections_per_vu, in process).
+	ConnectionsPerVU int
+	ConnectsAhead    int
+	// GrowsBy is how many VUs the open model's pool adds at a time.
+	GrowsBy int
 	// Requests are the requests an iteration may send, in the order of
 	// Mix: each bare request, and each step of each flow with its flow's
 	// weight and share (a run of the flow sends it at most once). The
@@ -145,9 +153,30 @@ func Plan(test *config.Test, seg Segment) []ScenarioPlan {
 			p.MaxVUs = max(p.MaxVUs, pt.VUs)
 		}
 		planMix(&p, s)
+		planConnections(&p, test)
 		plans = append(plans, p)
 	}
 	return plans
+}
+
+// planConnections fills how many connections each VU of p holds.
+func planConnections(p *ScenarioPlan, test *config.Test) {
+	for _, name := range planTargets(*p) {
+		i := slices.IndexFunc(test.Targets, func(t *config.Target) bool { return t.Name == name })
+		if i < 0 {
+			continue
+		}
+		t := test.Targets[i]
+		perVU, one := socketsPerVU(t)
+		if one {
+			continue
+		}
+		p.ConnectionsPerVU += perVU
+		// The built-in HTTP client is a protocols.Connector.
+		if t.Protocol == "http" && !t.Isolate {
+			p.ConnectsAhead += perVU
+		}
+	}
 }
 
 // planMix fills a plan's mix, setup and requests.
@@ -219,4 +248,5 @@ func planArrivals(p *ScenarioPlan, a arrivals, preAllocated, maxVUs int, seg Seg
 	}
 	p.PreAllocatedVUs = max(1, seg.Scale(preAllocated))
 	p.MaxVUs = max(p.PreAllocatedVUs, seg.Scale(maxVUs))
+	p.GrowsBy = maxConnecting
 }

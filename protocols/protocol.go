@@ -182,6 +182,20 @@ type Templater interface {
 	Template(shape cty.Value, holes int) (any, error)
 }
 
+// Connector is an optional ability of a Client: it opens VU vu's
+// connections to the target before the VU's first call, as that call
+// would have. The open model's pool calls it for its pre-allocated VUs
+// before the first iteration, and for each VU it grows by before that VU
+// takes one, a few VUs at a time: a pool whose VUs each connected on their
+// first call would open its connections in one burst when the load
+// starts, more than a server's accept queue takes, and a dropped SYN costs
+// the call a second. Connect is never called concurrently with Do for the
+// same VU. An error is not the run's: the VU's calls connect again, and
+// report what they meet.
+type Connector interface {
+	Connect(ctx context.Context, vu uint64) error
+}
+
 // BodySearcher is an optional ability of a Client: it looks for
 // Call.BodyContains in each response body while it reads it, across reads,
 // and reports in Sample.BodyFound which it found, so that a check on a

@@ -173,10 +173,20 @@ func notes(st core.StepPlan) string {
 	return "(" + strings.Join(notes, "; ") + ")"
 }
 
+// printPool prints an open model's VU pool and the connections it opens.
+func printPool(w io.Writer, p core.ScenarioPlan) {
+	fmt.Fprintf(w, "  VU pool      %d pre-allocated, up to %d (max_vus); it grows only while iterations wait, %d VUs at a time\n",
+		p.PreAllocatedVUs, p.MaxVUs, p.GrowsBy)
+	if p.ConnectionsPerVU > 0 {
+		fmt.Fprintf(w, "  connections  %d opened before the first iteration, up to %d at max_vus (%d per VU)\n",
+			p.PreAllocatedVUs*p.ConnectsAhead, p.MaxVUs*p.ConnectionsPerVU, p.ConnectionsPerVU)
+	}
+}
+
 // printOpenPlan prints an arrival-rate schedule and sizes its VU pool.
 func printOpenPlan(w io.Writer, p core.ScenarioPlan, latency time.Duration) {
 	fmt.Fprintf(w, "  iterations   %d planned\n", p.Iterations)
-	fmt.Fprintf(w, "  VU pool      %d pre-allocated, up to %d (max_vus)\n", p.PreAllocatedVUs, p.MaxVUs)
+	printPool(w, p)
 	fmt.Fprintln(w, "  rate over time (iterations/s, linear between points):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, r := range p.Rates {

@@ -15,7 +15,7 @@ import (
 func printCapacityPlan(w io.Writer, p core.ScenarioPlan) {
 	c := p.Capacity
 	if p.Model == "open" {
-		fmt.Fprintf(w, "  VU pool      %d pre-allocated, up to %d (max_vus)\n", p.PreAllocatedVUs, p.MaxVUs)
+		printPool(w, p)
 	}
 	fmt.Fprintf(w, "  steps        up to %d of %s each; the search stops at the first that does not hold:\n", len(c.Steps), c.StepDuration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -32,7 +32,8 @@ func TestPlanCapacitySteps(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	want := `  duration     at most 2m30s (+ up to 30s graceful stop)
-  VU pool      20 pre-allocated, up to 200 (max_vus)
+  VU pool      2 pre-allocated, up to 200 (max_vus); it grows only while iterations wait, 8 VUs at a time
+  connections  2 opened before the first iteration, up to 200 at max_vus (1 per VU)
   steps        up to 5 of 30s each; the search stops at the first that does not hold:
       step 1     from 0s     100 iterations/s
       step 2    from 30s     125 iterations/s

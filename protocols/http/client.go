@@ -44,6 +44,7 @@ var (
 	_ protocols.Client       = (*Client)(nil)
 	_ protocols.Preparer     = (*Client)(nil)
 	_ protocols.BodySearcher = (*Client)(nil)
+	_ protocols.Connector    = (*Client)(nil)
 )
 
 // SearchesBody implements protocols.BodySearcher: both the engine and the

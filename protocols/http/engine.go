@@ -279,6 +279,31 @@ func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, deadline tim
 	return cn, nil, nil
 }
 
+// Connect implements protocols.Connector: it opens the VU's
+// connections_per_vu connections to the target, each as its first call on
+// that slot would, within the target's timeout. One that negotiates HTTP/2
+// goes to the VU's net/http transport, as a call's would.
+func (c *Client) Connect(ctx context.Context, id uint64) error {
+	v := c.vu(id)
+	v.busy.Lock()
+	defer v.busy.Unlock()
+	deadline := time.Now().Add(c.cfg.timeout)
+	var target hop
+	for slot := range v.conns {
+		if v.h2 {
+			return nil
+		}
+		_, h2, err := c.conn(ctx, v, &target, slot, deadline, true)
+		if err != nil {
+			return err
+		}
+		if h2 != nil {
+			v.handoff(h2)
+		}
+	}
+	return nil
+}
+
 // dial opens a connection for key. On the target's own host, an https
 // target with http2 on offers h2 too; the connection is returned as h2
 // when the server chose it.
