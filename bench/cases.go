@@ -134,6 +134,33 @@ scenario "s" {
 }
 `
 
+// The explicit pool of each open case's second hload run: smaller than
+// the default at 10,000/s (100 pre-allocated), so that the tables show
+// what the default pool costs the server in connections against one that
+// has to grow.
+const (
+	poolPreAllocatedVUs = 50
+	poolMaxVUs          = 200
+)
+
+// hloadOpenPoolTest is hloadOpenTest with that pool, from variables whose
+// defaults the harness does not override; hloadOpenTest has none, so it
+// keeps the pool hload sizes for the rate.
+var hloadOpenPoolTest = strings.Replace(strings.Replace(hloadOpenTest, `variable "rate" {}
+`, fmt.Sprintf(`variable "rate" {}
+variable "pre_allocated_vus" {
+  default = %d
+}
+variable "max_vus" {
+  default = %d
+}
+`, poolPreAllocatedVUs, poolMaxVUs), 1), `  duration = var.duration
+`, `  duration = var.duration
+
+  pre_allocated_vus = var.pre_allocated_vus
+  max_vus           = var.max_vus
+`, 1)
+
 // hloadIdleTest starts var.vus VUs over half the run, each sending one
 // request that the server holds for the whole run: at the end of the ramp
 // every VU waits on a response at once, which is when hload's RSS peaks.
@@ -253,6 +280,7 @@ var testFiles = map[string]string{
 	"post.hcl":         hloadPostTest,
 	"post-dynamic.hcl": hloadPostDynamicTest,
 	"open.hcl":         hloadOpenTest,
+	"open-pool.hcl":    hloadOpenPoolTest,
 	"idle.hcl":         hloadIdleTest,
 	"echo.hcl":         hloadEchoTest,
 	"big.hcl":          hloadBigBodyTest,
@@ -270,6 +298,34 @@ const (
 	heyInstall    = "apt-get install -y hey (or scripts/peers.sh)"
 	vegetaInstall = "GOBIN=~/.cache/hload/bin go install github.com/tsenart/vegeta/v12@v12.13.0 (or scripts/peers.sh)"
 )
+
+// openRates are the rates of the open-model cases, open-N.
+var openRates = []int{10000, 20000}
+
+// defaultSweepRates are -sweep-rates' default: up to 4x the highest open
+// case, so that a tool's limit on a 2-core machine is likely among them.
+const defaultSweepRates = "5000,10000,15000,20000,25000,30000,35000,40000"
+
+// hloadOpen is hload at the run's rate, from the test file.
+func hloadOpen(name, file, note string) *tool {
+	t := hloadTool(name, file, false, note)
+	base := t.args
+	t.args = func(r toolRun) []string {
+		args := base(r)
+		return append(args[:len(args)-1], "--var", "rate="+strconv.Itoa(r.rate), args[len(args)-1])
+	}
+	return t
+}
+
+// vegetaOpen is vegeta attack at the run's rate, with its default workers.
+func vegetaOpen(name string) *tool {
+	return &tool{name: name, program: "vegeta", install: vegetaInstall, figures: vegetaFigures,
+		note: "vegeta -rate, its default workers",
+		args: func(r toolRun) []string {
+			return []string{"attack", fmt.Sprintf("-rate=%d/1s", r.rate), "-duration=" + r.duration.String(), "-output=" + r.files + ".bin"}
+		},
+		stdin: func(r toolRun) string { return "GET " + r.url + "\n" }}
+}
 
 // idleVUs are the two VU counts of the idle-VU case: the slope of peak RSS
 // between them is the memory one more waiting VU costs, without what any
@@ -326,22 +382,23 @@ func cases() []*benchCase {
 
 	open := func(rate int) *benchCase {
 		name := fmt.Sprintf("open-%d", rate)
-		hl := hloadTool("hload-"+name, "open.hcl", false, "constant-arrival-rate, hload's default VU pool for the rate")
-		hl.rate = rate
-		base := hl.args
-		hl.args = func(r toolRun) []string {
-			args := base(r)
-			return append(args[:len(args)-1], "--var", "rate="+strconv.Itoa(rate), args[len(args)-1])
-		}
-		return &benchCase{name: name, about: fmt.Sprintf("open model: GET at %d/s", rate), needs: []string{"hload"}, tools: []*tool{
-			hl,
-			{name: "vegeta-" + name, program: "vegeta", install: vegetaInstall, figures: vegetaFigures, rate: rate,
-				note: "vegeta -rate, its default workers",
-				args: func(r toolRun) []string {
-					return []string{"attack", fmt.Sprintf("-rate=%d/1s", rate), "-duration=" + r.duration.String(), "-output=" + r.files + ".bin"}
-				},
-				stdin: func(r toolRun) string { return "GET " + r.url + "\n" }},
+		c := &benchCase{name: name, about: fmt.Sprintf("open model: GET at %d/s", rate), needs: []string{"hload"}, tools: []*tool{
+			hloadOpen("hload-"+name, "open.hcl", "constant-arrival-rate, hload's default VU pool for the rate"),
+			hloadOpen("hload-"+name+"-pool", "open-pool.hcl",
+				fmt.Sprintf("constant-arrival-rate, pre_allocated_vus = %d, max_vus = %d", poolPreAllocatedVUs, poolMaxVUs)),
+			vegetaOpen("vegeta-" + name),
 		}}
+		for _, t := range c.tools {
+			t.rate = rate
+		}
+		return c
+	}
+	sweep := &benchCase{name: "open-sweep", about: "open model: the GET at each rate of -sweep-rates, up to the first a tool does not hold", tools: []*tool{
+		hloadOpen("hload-open-sweep", "open.hcl", "each rate of -sweep-rates for -duration, hload's default VU pool, up to the first rate it does not hold"),
+		vegetaOpen("vegeta-open-sweep"),
+	}}
+	for _, t := range sweep.tools {
+		t.sweep = true
 	}
 
 	idle := &benchCase{name: "idle-vus", about: "VUs each waiting on a response the server holds: peak RSS per added VU"}
@@ -387,7 +444,11 @@ func cases() []*benchCase {
 	}
 	big.tools[1].note = "body_contains looks for the last 7 bytes of each body; the run fails unless every check held"
 
-	all := []*benchCase{get, post, dynamic, open(2000), open(10000), idle, plugin, big}
+	all := []*benchCase{get, post, dynamic}
+	for _, rate := range openRates {
+		all = append(all, open(rate))
+	}
+	all = append(all, sweep, idle, plugin, big)
 	for _, c := range all {
 		for _, t := range c.tools {
 			t.caseName = c.name

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestHloadSaturated(t *testing.T) {
 
 // med is a median result of one tool in one case, as medians makes them.
 func med(c, tool string, rps, cpuUS float64) result {
-	r := result{Case: c, Tool: tool, Runs: 3, RPS: rps, CPUMicrosPerReq: cpuUS, ServerRequests: -1}
+	r := result{Case: c, Tool: tool, Runs: 3, RPS: rps, CPUMicrosPerReq: cpuUS, ServerRequests: -1, ServerConnections: -1}
 	if cpuUS > 0 {
 		r.RequestsPerCPUSec = 1e6 / cpuUS
 	}
@@ -89,10 +90,10 @@ func goal(t *testing.T, rs []ratio, what string) ratio {
 // model are read from hload's, and the idle-VU figure is a slope.
 func TestGoalsOfTheCases(t *testing.T) {
 	late := 0.8
-	open2k := med("open-2000", "hload-open-2000", 2000, 30)
-	open2k.Planned, open2k.Requests, open2k.LatenessP99Ms = 20000, 19950, &late
-	open10k := med("open-10000", "hload-open-10000", 9000, 88)
-	open10k.Planned, open10k.Requests, open10k.Dropped = 100000, 99280, 720
+	open10k := med("open-10000", "hload-open-10000", 10000, 30)
+	open10k.Planned, open10k.Requests, open10k.LatenessP99Ms, open10k.ServerConnections = 100000, 99750, &late, 120
+	open20k := med("open-20000", "hload-open-20000", 18000, 88)
+	open20k.Planned, open20k.Requests, open20k.Dropped, open20k.ServerConnections = 200000, 198560, 1440, 0
 	idleLo := med("idle-vus", "hload-idle-2000", 0, 0)
 	idleLo.PeakRSSMB = 100
 	idleHi := med("idle-vus", "hload-idle-10000", 0, 0)
@@ -101,7 +102,7 @@ func TestGoalsOfTheCases(t *testing.T) {
 		med("get", "hload", 40000, 23),
 		med("post", "hload-post", 20000, 29.9),
 		med("post-dynamic", "hload-post-dynamic", 18000, 40),
-		open2k, open10k, idleLo, idleHi,
+		open10k, open20k, idleLo, idleHi,
 		med("plugin", "hload-post-dynamic-isolated", 14400, 60),
 	}
 	rs := ratios(meds, true)
@@ -115,13 +116,15 @@ func TestGoalsOfTheCases(t *testing.T) {
 	}{
 		{"hload CPU per request, constant POST vs GET", 29.9 / 23, "x", true, true},
 		{"hload CPU per request, dynamic POST vs constant POST", 40 / 29.9, "x", false, true},
-		{"hload at 2000/s: sent off the plan", 0.25, "%", true, true},
-		{"hload at 2000/s: dropped iterations", 0, "", true, true},
-		{"hload at 2000/s: start lateness p99", 0.8, "ms", true, true},
-		{"hload CPU per request, open at 2000/s vs closed GET", 30.0 / 23, "x", false, true},
-		{"hload at 10000/s: sent off the plan", 0.72, "%", false, true},
-		{"hload at 10000/s: dropped iterations", 720, "", false, true},
-		{"hload CPU per request, open at 10000/s vs closed GET", 88.0 / 23, "x", false, true},
+		{"hload at 10000/s: sent off the plan", 0.25, "%", true, true},
+		{"hload at 10000/s: dropped iterations, of the plan", 0, "%", true, true},
+		{"hload at 10000/s: start lateness p99", 0.8, "ms", true, true},
+		{"hload at 10000/s: connections the server accepted", 120, "", true, true},
+		{"hload CPU per request, open at 10000/s vs closed GET", 30.0 / 23, "x", true, true},
+		{"hload at 20000/s: sent off the plan", 0.72, "%", false, true},
+		{"hload at 20000/s: dropped iterations, of the plan", 0.72, "%", false, true},
+		{"hload at 20000/s: connections the server accepted", 0, "", true, true},
+		{"hload CPU per request, open at 20000/s vs closed GET", 88.0 / 23, "x", false, true},
 		{"hload peak RSS per added VU", 300 * 1024 / 8000.0, "KB", false, true},
 		{"hload dynamic POST isolated vs in-process requests/s", 0.8, "x", true, false},
 	}
@@ -131,9 +134,9 @@ func TestGoalsOfTheCases(t *testing.T) {
 			t.Errorf("%s = %+v, want value %g %s, meets %v, at most %v", w.what, r, w.value, w.unit, w.meets, w.atMost)
 		}
 	}
-	// hload did not report its lateness at 10,000/s: n/a, not a zero
+	// hload did not report its lateness at 20,000/s: n/a, not a zero
 	// that would meet the goal.
-	if r := goal(t, rs, "hload at 10000/s: start lateness p99"); r.Missing != "hload-open-10000 did not report it" || r.Meets {
+	if r := goal(t, rs, "hload at 20000/s: start lateness p99"); r.Missing != "hload-open-20000 did not report it" || r.Meets {
 		t.Errorf("lateness without a figure = %+v", r)
 	}
 	// Of the get case only hload ran, as the others' reference: its goals
@@ -146,7 +149,7 @@ func TestGoalsOfTheCases(t *testing.T) {
 // A goal whose tools are missing, failed or report zero says so and
 // neither meets nor fails on a zero.
 func TestGoalsWithMissingTools(t *testing.T) {
-	failedOpen := result{Case: "open-2000", Tool: "hload-open-2000", Error: "failed in every round"}
+	failedOpen := result{Case: "open-10000", Tool: "hload-open-10000", Error: "failed in every round"}
 	meds := []result{
 		med("post", "hload-post", 20000, 29.9),
 		med("post-dynamic", "hload-post-dynamic", 18000, 40),
@@ -163,8 +166,8 @@ func TestGoalsWithMissingTools(t *testing.T) {
 	}
 	for what, missing := range map[string]string{
 		"hload CPU per request, constant POST vs GET":          "hload was not run",
-		"hload at 2000/s: sent off the plan":                   "hload-open-2000 failed in every round",
-		"hload CPU per request, open at 2000/s vs closed GET":  "hload-open-2000 failed in every round",
+		"hload at 10000/s: sent off the plan":                  "hload-open-10000 failed in every round",
+		"hload CPU per request, open at 10000/s vs closed GET": "hload-open-10000 failed in every round",
 		"hload peak RSS per added VU":                          "hload-idle-2000 was not run",
 		"hload dynamic POST isolated vs in-process requests/s": "",
 	} {
@@ -184,47 +187,60 @@ func TestGoalsWithMissingTools(t *testing.T) {
 
 // The medians carry each case's own figures: CPU per request, the plan,
 // the dropped iterations, the lateness of the runs that reported it, and
-// the server's count.
+// the server's counts.
 func TestMediansOfTheNewFigures(t *testing.T) {
 	l1, l2, l3 := 0.5, 3.0, 1.0
 	runs := []result{
-		{Case: "open-2000", Tool: "hload-open-2000", Round: 1, CPUMicrosPerReq: 30, Planned: 2000, Requests: 1990, Dropped: 10, LatenessP99Ms: &l1, ServerRequests: 1990},
-		{Case: "open-2000", Tool: "hload-open-2000", Round: 2, CPUMicrosPerReq: 50, Planned: 2000, Requests: 2000, Dropped: 0, LatenessP99Ms: &l2, ServerRequests: 2000},
-		{Case: "open-2000", Tool: "hload-open-2000", Round: 3, CPUMicrosPerReq: 40, Planned: 2000, Requests: 1999, Dropped: 1, LatenessP99Ms: &l3, ServerRequests: 1999},
-		{Case: "open-2000", Tool: "vegeta-open-2000", Round: 1, CPUMicrosPerReq: 70, Planned: 2000, Requests: 2000, ServerRequests: 2000},
+		{Case: "open-10000", Tool: "hload-open-10000", Round: 1, CPUMicrosPerReq: 30, Planned: 2000, Requests: 1990, Dropped: 10, LatenessP99Ms: &l1, ServerRequests: 1990, ServerConnections: 140},
+		{Case: "open-10000", Tool: "hload-open-10000", Round: 2, CPUMicrosPerReq: 50, Planned: 2000, Requests: 2000, Dropped: 0, LatenessP99Ms: &l2, ServerRequests: 2000, ServerConnections: 100},
+		{Case: "open-10000", Tool: "hload-open-10000", Round: 3, CPUMicrosPerReq: 40, Planned: 2000, Requests: 1999, Dropped: 1, LatenessP99Ms: &l3, ServerRequests: 1999, ServerConnections: 108},
+		{Case: "open-10000", Tool: "vegeta-open-10000", Round: 1, CPUMicrosPerReq: 70, Planned: 2000, Requests: 2000, ServerRequests: 2000, ServerConnections: -1},
 	}
 	meds := medians(runs)
 	if len(meds) != 2 {
 		t.Fatalf("medians = %+v", meds)
 	}
 	h := meds[0]
-	if h.Case != "open-2000" || h.CPUMicrosPerReq != 40 || h.Planned != 2000 || h.Requests != 1999 || h.Dropped != 1 ||
-		h.LatenessP99Ms == nil || *h.LatenessP99Ms != 1.0 || h.ServerRequests != 1999 {
+	if h.Case != "open-10000" || h.CPUMicrosPerReq != 40 || h.Planned != 2000 || h.Requests != 1999 || h.Dropped != 1 ||
+		h.LatenessP99Ms == nil || *h.LatenessP99Ms != 1.0 || h.ServerRequests != 1999 || h.ServerConnections != 108 {
 		t.Errorf("hload's medians = %+v", h)
 	}
-	if v := meds[1]; v.LatenessP99Ms != nil || v.CPUMicrosPerReq != 70 {
+	if v := meds[1]; v.LatenessP99Ms != nil || v.CPUMicrosPerReq != 70 || v.ServerConnections != -1 {
 		t.Errorf("vegeta reports no lateness; medians = %+v", v)
 	}
 }
 
-// The table of an open-model case has the open columns and the other
-// cases' tables do not.
+// The table of an open-model case has the open columns, the server's
+// connections among them, and the other cases' tables do not.
 func TestPrintResultsPerCase(t *testing.T) {
 	late := 2.63
-	open := med("open-2000", "hload-open-2000", 1991, 180.3)
-	open.Planned, open.LatenessP99Ms, open.ServerRequests = 2000, &late, 2000
+	open := med("open-10000", "hload-open-10000", 1991, 180.3)
+	open.Planned, open.LatenessP99Ms, open.ServerRequests, open.ServerConnections = 2000, &late, 2000, 1234
+	pool := med("open-10000", "hload-open-10000-pool", 1991, 180.3)
+	pool.Planned = 2000
 	var b strings.Builder
-	printResults(&b, "round 1 of 1", []result{med("get", "hload", 40000, 23), open,
-		{Case: "open-2000", Tool: "vegeta-open-2000", Error: "exit status 1:\nboom"}})
+	printResults(&b, "round 1 of 1", []result{med("get", "hload", 40000, 23), open, pool,
+		{Case: "open-10000", Tool: "vegeta-open-10000", Error: "exit status 1:\nboom"}})
 	out := b.String()
-	get, openTable, ok := strings.Cut(out, "round 1 of 1, case open-2000")
+	get, openTable, ok := strings.Cut(out, "round 1 of 1, case open-10000")
 	if !ok || !strings.Contains(get, "round 1 of 1, case get") {
 		t.Fatalf("no table per case:\n%s", out)
 	}
-	if strings.Contains(get, "planned") || !strings.Contains(openTable, "planned") || !strings.Contains(openTable, "2.63") {
+	if strings.Contains(get, "planned") || strings.Contains(get, "conns") ||
+		!strings.Contains(openTable, "planned") || !strings.Contains(openTable, "2.63") {
 		t.Errorf("open columns in the wrong table:\n%s", out)
 	}
-	if !strings.Contains(openTable, "vegeta-open-2000 failed: exit status 1: boom") {
+	// conns is the last column: 1,234 ends hload's row, and the pool's
+	// unknown count is "?", not 0.
+	last2 := func(line string) string {
+		f := strings.Fields(line)
+		return strings.Join(f[len(f)-2:], " ")
+	}
+	lines := strings.Split(openTable, "\n")
+	if last2(lines[1]) != "ms conns" || last2(lines[2]) != "2.63 1,234" || last2(lines[3]) != "- ?" {
+		t.Errorf("the conns column:\n%s", openTable)
+	}
+	if !strings.Contains(openTable, "vegeta-open-10000 failed: exit status 1: boom") {
 		t.Errorf("the failure is not on one line:\n%s", out)
 	}
 }
@@ -245,10 +261,13 @@ func TestSelectTools(t *testing.T) {
 		// order of the cases.
 		{cases: "post", want: "hload,hload-post,wrk-post,hey-post,vegeta-post"},
 		{cases: "plugin", want: "hload-post-dynamic,hload-post-dynamic-isolated,hload-echo"},
-		{cases: "open-10000, idle-vus", want: "hload,hload-open-10000,vegeta-open-10000,hload-idle-2000,hload-idle-10000"},
+		{cases: "open-10000, idle-vus", want: "hload,hload-open-10000,hload-open-10000-pool,vegeta-open-10000,hload-idle-2000,hload-idle-10000"},
+		{cases: "open-20000", want: "hload,hload-open-20000,hload-open-20000-pool,vegeta-open-20000"},
+		// The sweep compares against nothing: it brings no other run.
+		{cases: "open-sweep", want: "hload-open-sweep,vegeta-open-sweep"},
 		{cases: "post", tools: "hload-post", want: "hload-post"},
-		{tools: "vegeta-open-2000,hload", want: "hload,vegeta-open-2000"},
-		{cases: "posts", wantErr: `-cases: no case "posts"; the cases are get, post, post-dynamic, open-2000, open-10000, idle-vus, plugin`},
+		{tools: "vegeta-open-20000,hload", want: "hload,vegeta-open-20000"},
+		{cases: "posts", wantErr: `-cases: no case "posts"; the cases are get, post, post-dynamic, open-10000, open-20000, open-sweep, idle-vus, plugin`},
 		{cases: "post", tools: "wrk", wantErr: `-tools: no tool "wrk" in the cases chosen`},
 		{tools: "ab", wantErr: `-tools: no tool "ab"`},
 	} {
@@ -274,13 +293,104 @@ func TestSelectTools(t *testing.T) {
 	}
 }
 
+// The server's count is "HTTP ECHO CONNS"; anything else, the two counts
+// of an older server among them, is an error, never a zero count.
 func TestParseCounts(t *testing.T) {
-	if r, e, err := parseCounts([]byte("123 45")); r != 123 || e != 45 || err != nil {
-		t.Errorf("parseCounts = %d, %d, %v", r, e, err)
+	if c, err := parseCounts([]byte("123 45 6\n")); c != (serverCounts{requests: 123, echoes: 45, conns: 6}) || err != nil {
+		t.Errorf("parseCounts = %+v, %v", c, err)
 	}
-	for _, bad := range []string{"", "123", "x 1", "1 y", "<html>"} {
-		if _, _, err := parseCounts([]byte(bad)); err == nil {
-			t.Errorf("parseCounts(%q): no error", bad)
+	for _, bad := range []string{"", "123", "123 45", "x 1 2", "1 y 2", "1 2 z", "1 2 3 4", "<html>"} {
+		if c, err := parseCounts([]byte(bad)); err == nil {
+			t.Errorf("parseCounts(%q) = %+v, no error", bad, c)
 		}
+	}
+}
+
+// openMed is hload's median with its default pool at rate: the plan of
+// one 10-second run, and figures that meet every goal.
+func openMed(rate int) result {
+	late := 1.2
+	r := med(fmt.Sprintf("open-%d", rate), fmt.Sprintf("hload-open-%d", rate), float64(rate), 30)
+	r.Planned, r.Requests, r.LatenessP99Ms, r.ServerConnections = int64(rate)*10, int64(rate)*10, &late, 150
+	return r
+}
+
+// The open model's goals at 10,000 and 20,000/s, at their edges: sent
+// within 0.5 % and dropped at most 0.1 % of the plan, start lateness p99
+// and connections strictly under their goal, CPU per request at most 1.7x
+// the closed GET's; and n/a, with why, when a figure is missing.
+func TestOpenGoals(t *testing.T) {
+	get := med("get", "hload", 40000, 20)
+	for _, tt := range []struct {
+		name  string
+		what  string // the goal's text after "hload at 10000/s: " or the CPU goal's
+		set   func(r *result)
+		value float64
+		meets bool
+	}{
+		{"sent at the edge", "sent off the plan", func(r *result) { r.Requests = 99500 }, 0.5, true},
+		{"sent just past it", "sent off the plan", func(r *result) { r.Requests = 100501 }, 0.501, false},
+		{"dropped at the edge", "dropped iterations, of the plan", func(r *result) { r.Dropped = 100 }, 0.1, true},
+		{"dropped just past it", "dropped iterations, of the plan", func(r *result) { r.Dropped = 101 }, 0.101, false},
+		{"lateness under", "start lateness p99", func(r *result) { v := 1.99; r.LatenessP99Ms = &v }, 1.99, true},
+		{"lateness at the goal is not under it", "start lateness p99", func(r *result) { v := 2.0; r.LatenessP99Ms = &v }, 2, false},
+		{"connections under", "connections the server accepted", func(r *result) { r.ServerConnections = 499 }, 499, true},
+		{"connections at the goal are not under it", "connections the server accepted", func(r *result) { r.ServerConnections = 500 }, 500, false},
+		{"CPU at the edge", "hload CPU per request, open at 10000/s vs closed GET", func(r *result) { r.CPUMicrosPerReq = 34 }, 1.7, true},
+		{"CPU past it", "hload CPU per request, open at 10000/s vs closed GET", func(r *result) { r.CPUMicrosPerReq = 34.2 }, 1.71, false},
+	} {
+		open := openMed(10000)
+		tt.set(&open)
+		what := tt.what
+		if !strings.HasPrefix(what, "hload CPU") {
+			what = "hload at 10000/s: " + what
+		}
+		r := goal(t, ratios([]result{get, open}, true), what)
+		if r.Missing != "" || math.Abs(r.Value-tt.value) > 1e-9 || r.Meets != tt.meets || !r.AtMost {
+			t.Errorf("%s: %+v, want value %g, meets %v", tt.name, r, tt.value, tt.meets)
+		}
+	}
+
+	// Both rates have all five goals, and the run with an explicit pool
+	// none: the goals are of the defaults.
+	pool := openMed(20000)
+	pool.Tool = "hload-open-20000-pool"
+	rs := ratios([]result{get, openMed(10000), openMed(20000), pool}, true)
+	for _, rate := range []int{10000, 20000} {
+		n := 0
+		for _, r := range rs {
+			if r.Case == fmt.Sprintf("open-%d", rate) {
+				n++
+				if !r.Meets || r.Missing != "" || strings.Contains(r.What, "pool") {
+					t.Errorf("%+v, want it met", r)
+				}
+			}
+		}
+		if n != 5 {
+			t.Errorf("open-%d has %d goals, want 5", rate, n)
+		}
+	}
+
+	// Without the closed GET the CPU goal is n/a; without the server's
+	// count, the connections.
+	open := openMed(20000)
+	open.ServerConnections = -1
+	rs = ratios([]result{open}, true)
+	if r := goal(t, rs, "hload CPU per request, open at 20000/s"); r.Missing != "hload was not run" || r.Meets {
+		t.Errorf("without get: %+v", r)
+	}
+	if r := goal(t, rs, "hload at 20000/s: connections"); r.Missing != "the server's count was not read" || r.Meets {
+		t.Errorf("without the server's count: %+v", r)
+	}
+	open.Planned = 0
+	if r := goal(t, ratios([]result{open}, true), "hload at 20000/s: dropped"); r.Missing != "hload-open-20000 has no plan" || r.Meets {
+		t.Errorf("without a plan: %+v", r)
+	}
+
+	// A goal the value must be under prints "<".
+	var b strings.Builder
+	printRatios(&b, ratios([]result{get, openMed(10000)}, true))
+	if !strings.Contains(b.String(), "goal < 2.00 ms") || !strings.Contains(b.String(), "goal <= 0.10 %") {
+		t.Errorf("the goals:\n%s", b.String())
 	}
 }

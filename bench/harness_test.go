@@ -27,10 +27,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// A run's result carries the server's own count of the calls, and a tool
-// whose calls the server must count exactly (hload's) fails when the
-// counts differ. The "tool" is /bin/true; its figures are the calls the
-// test makes to the real target server while reading them.
+// A run's result carries the server's own count of the calls and of the
+// connections they came on, and a tool whose calls the server must count
+// exactly (hload's) fails when the counts differ. The "tool" is /bin/true;
+// its figures are the calls the test makes to the real target server
+// while reading them.
 func TestRunOnceChecksTheServersCount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -44,19 +45,14 @@ func TestRunOnceChecksTheServersCount(t *testing.T) {
 		t.Fatalf("true (coreutils) is not on PATH: %v", err)
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
+	// Each request of fresh comes on a connection of its own, which the server
+	// counts; the harness's own reads of the counts are not among them.
+	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	get := func(path string, n int) error {
-		for range n {
-			resp, err := client.Get(srv.url + path)
-			if err != nil {
-				return err
-			}
-			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if !bytes.Equal(got, body) {
-				return fmt.Errorf("GET %s: %q", path, got)
-			}
-		}
-		return nil
+		return getWith(client, srv.url+path, n)
+	}
+	getNew := func(n int) error {
+		return getWith(fresh, srv.url, n)
 	}
 	echo := func(n int) error {
 		for range n {
@@ -81,17 +77,19 @@ func TestRunOnceChecksTheServersCount(t *testing.T) {
 		send     func() error
 		reported int64
 		server   int64
+		conns    int64 // the connections the server must have counted; -1: not checked
 		wantErr  string
 	}{
-		{"hload agrees", "http", func() error { return get("", 3) }, 3, 3, ""},
-		{"hload reports one more than the server got", "http", func() error { return get("", 2) }, 3, 2, "the server counted 2 http calls, tool reported 3"},
-		{"the slow path answers the body and counts", "http", func() error { return get("slow?ms=20", 2) }, 2, 2, ""},
-		{"echo plugin agrees", "echo", func() error { return echo(2) }, 2, 2, ""},
-		{"echo plugin reports one more", "echo", func() error { return echo(1) }, 2, 1, "the server counted 1 echo calls, tool reported 2"},
-		{"a peer is not held to the count", "", func() error { return get("", 2) }, 3, 2, ""},
+		{"hload agrees", "http", func() error { return get("", 3) }, 3, 3, -1, ""},
+		{"hload reports one more than the server got", "http", func() error { return get("", 2) }, 3, 2, -1, "the server counted 2 http calls, tool reported 3"},
+		{"the slow path answers the body and counts", "http", func() error { return get("slow?ms=20", 2) }, 2, 2, -1, ""},
+		{"echo plugin agrees", "echo", func() error { return echo(2) }, 2, 2, 0, ""},
+		{"echo plugin reports one more", "echo", func() error { return echo(1) }, 2, 1, 0, "the server counted 1 echo calls, tool reported 2"},
+		{"a peer is not held to the count", "", func() error { return get("", 2) }, 3, 2, -1, ""},
+		{"a connection per request", "http", func() error { return getNew(4) }, 4, 4, 4, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tl := &tool{name: "tool", caseName: "open-2000", counted: tt.counted, rate: 2000, vus: 7,
+			tl := &tool{name: "tool", caseName: "open-10000", counted: tt.counted, vus: 7,
 				args: func(toolRun) []string { return nil },
 				figures: func(context.Context, toolRun, []byte) (figures, error) {
 					if err := tt.send(); err != nil {
@@ -99,17 +97,36 @@ func TestRunOnceChecksTheServersCount(t *testing.T) {
 					}
 					return figures{rps: 1, requests: tt.reported, latenessP99: 0.5}, nil
 				}}
-			r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: time.Second, program: trueBin, files: t.TempDir() + "/run"}
+			r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: time.Second, rate: 2000, program: trueBin, files: t.TempDir() + "/run"}
 			res, err := runOnce(ctx, pinning{}, srv, tl, r)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
-			if res.ServerRequests != tt.server || res.Requests != tt.reported || res.Case != "open-2000" ||
+			if res.ServerRequests != tt.server || res.Requests != tt.reported || res.Case != "open-10000" ||
 				res.Planned != 2000 || res.VUs != 7 || res.LatenessP99Ms == nil || *res.LatenessP99Ms != 0.5 {
 				t.Errorf("result %+v, want the server's count %d", res, tt.server)
 			}
+			if tt.conns >= 0 && res.ServerConnections != tt.conns {
+				t.Errorf("the server counted %d connections, want %d", res.ServerConnections, tt.conns)
+			}
 		})
 	}
+}
+
+// getWith GETs url n times with client, each answered with the body.
+func getWith(client *http.Client, url string, n int) error {
+	for range n {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Equal(got, body) {
+			return fmt.Errorf("GET %s: %q", url, got)
+		}
+	}
+	return nil
 }
 
 // A missing tool is skipped with its install command, or fails the
@@ -141,7 +158,7 @@ func TestSlowPathHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.stop()
-	before, _, err := srv.counts()
+	before, err := srv.counts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +173,11 @@ func TestSlowPathHolds(t *testing.T) {
 		done <- err
 	}()
 	for {
-		n, _, err := srv.counts()
+		n, err := srv.counts()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > before {
+		if n.requests > before.requests {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

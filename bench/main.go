@@ -7,27 +7,32 @@
 // The target server is this binary again, run with -serve: net/http on
 // 127.0.0.1, answering every request with a 60-byte body (after a delay on
 // /slow?ms=N), a TCP echo server beside it, and the counts of both, which
-// hload's own must equal. With two cores and taskset, the server is pinned
-// to core 1 and each tool to core 0. The tools run in turn, case by case,
-// and the rounds interleave them (A, B, C, then A, B, C again), so a burst
-// of other work on the machine spreads over all of them. Each tool's CPU
-// time and peak RSS come from its rusage, as wait4 returns it.
+// hload's own must equal, with the HTTP connections it accepted. With two
+// cores and taskset, the server is pinned to core 1 and each tool to core
+// 0. The tools run in turn, case by case, and the rounds interleave them
+// (A, B, C, then A, B, C again), so a burst of other work on the machine
+// spreads over all of them. Each tool's CPU time and peak RSS come from
+// its rusage, as wait4 returns it.
 //
 // The cases (-cases) are a keep-alive GET (get), a POST with a query and a
 // constant JSON body (post), the same POST with dynamic values
-// (post-dynamic), the open model at 2,000 and 10,000 requests/s against
-// vegeta -rate (open-2000, open-10000), 2,000 and 10,000 VUs waiting on
-// the slow path (idle-vus), and the dynamic POST through a plugin process
-// with the external echo plugin (plugin), and one VU reading 200 MB
-// bodies, unchecked and with body_contains (big-body). bench/README.md
-// says what each measures and why.
+// (post-dynamic), the open model at 10,000 and 20,000 requests/s, hload
+// with its default VU pool and with a small explicit one against vegeta
+// -rate (open-10000, open-20000), hload and vegeta at each rate of
+// -sweep-rates up to the first each does not hold (open-sweep), 2,000 and
+// 10,000 VUs waiting on the slow path (idle-vus), the dynamic POST through
+// a plugin process with the external echo plugin (plugin), and one VU
+// reading 200 MB bodies, unchecked and with body_contains (big-body).
+// bench/README.md says what each measures and why.
 //
-// It prints a table per case per round, each tool's medians, and the goals
-// of docs/performance.md, each marked "meets" or "below". A missing tool
+// It prints a table per case per round, each tool's medians, the goals of
+// docs/performance.md, each marked "meets" or "below", and the sweep's
+// highest held rate per tool per round with their median. A missing tool
 // is reported with its install command and skipped. The exit code is 1
 // when a tool failed to run, its figures could not be read or hload's
 // count differs from the server's, and with -require-all when a tool is
-// missing; 2 for bad flags. Speed never changes the exit code.
+// missing; 2 for bad flags. Speed never changes the exit code: in the
+// sweep, a run whose requests failed is a rate not held, not a failure.
 package main
 
 import (
@@ -42,6 +47,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +64,7 @@ type options struct {
 	rounds      int
 	connections int
 	tools       []*tool // the tools to run, in the order of the cases
+	sweepRates  []int
 	jsonPath    string
 	profileDir  string
 	requireAll  bool
@@ -66,14 +73,16 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var onlyTools, onlyCases string
+	var onlyTools, onlyCases, sweepRates string
 	all := cases()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&o.duration, "duration", 8*time.Second, "how long each tool runs, in whole seconds")
 	fs.IntVar(&o.rounds, "rounds", 2, "how many times each tool runs; the rounds interleave the tools")
 	fs.IntVar(&o.connections, "connections", 50, "connections (hload: VUs) of each tool in the closed-model cases")
-	fs.StringVar(&onlyCases, "cases", "", "comma-separated cases to run (default all: "+strings.Join(caseNames(all), ",")+")")
+	fs.StringVar(&onlyCases, "cases", "", "comma-separated cases to run (default all: "+strings.Join(caseNames(all), ",")+
+		"; open-sweep adds up to 2 runs per -sweep-rates rate per round, 16 at the defaults, against the other cases' 24 run lengths: up to 1.7x the time)")
+	fs.StringVar(&sweepRates, "sweep-rates", defaultSweepRates, "comma-separated increasing rates per second of the open-sweep case, each run for -duration")
 	fs.StringVar(&onlyTools, "tools", "", "comma-separated tools to run, of any case (default every tool of the cases)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each hload run to this folder, as TOOL-ROUND.PID (HLOAD_CPUPROFILE)")
@@ -96,6 +105,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-connections %d: want at least 1", o.connections)
 	}
 	var err error
+	if o.sweepRates, err = parseRates(sweepRates); err != nil {
+		return o, err
+	}
 	o.tools, err = selectTools(all, onlyCases, onlyTools)
 	return o, err
 }
@@ -210,6 +222,11 @@ type report struct {
 	Runs         []result  `json:"runs"`
 	Medians      []result  `json:"medians"`
 	Ratios       []ratio   `json:"ratios"`
+	// Of the open-sweep case: its rates, each tool's sweep in each
+	// round, and the median of their highest held rates.
+	SweepRates   []int         `json:"sweep_rates,omitempty"`
+	Sweeps       []sweepRun    `json:"sweeps,omitempty"`
+	SweepMedians []sweepMedian `json:"sweep_medians,omitempty"`
 }
 
 func bench(ctx context.Context, o options, out io.Writer) error {
@@ -217,8 +234,9 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	if cache, err := os.UserCacheDir(); err == nil {
 		os.Setenv("PATH", filepath.Join(cache, "hload", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
+	// Runs is [] and not null in -json when only the sweep ran.
 	rep := report{Date: time.Now(), CPUs: runtime.NumCPU(), Duration: o.duration.String(),
-		Rounds: o.rounds, Connections: o.connections, LoadAvgStart: loadavg.Read()}
+		Rounds: o.rounds, Connections: o.connections, LoadAvgStart: loadavg.Read(), Runs: []result{}}
 
 	dir, err := os.MkdirTemp("", "hload-bench-")
 	if err != nil {
@@ -292,25 +310,40 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintf(out, "target %s (net/http, %d-byte body), echo %s; %s\n", srv.url, len(body), srv.echoAddr, where)
 	fmt.Fprintf(out, "cases %s; %d connections in the closed-model cases, %s per tool, %s; load average %s\n",
 		strings.Join(rep.Cases, ","), o.connections, o.duration, plural(o.rounds, "round"), rep.LoadAvgStart)
+	var fixed, sweepers []*tool
 	for _, t := range ready {
 		if t.note != "" {
 			fmt.Fprintf(out, "%s: %s\n", t.name, t.note)
 		}
+		if t.sweep {
+			sweepers = append(sweepers, t)
+		} else {
+			fixed = append(fixed, t)
+		}
+	}
+	if len(sweepers) > 0 {
+		rep.SweepRates = o.sweepRates
+		fmt.Fprintf(out, "open-sweep: %s/s, each for %s, up to the first rate a tool does not hold\n", joinInts(o.sweepRates), o.duration)
 	}
 
+	// runTool runs a tool once; name is the run's, for its files and its
+	// profile.
+	runTool := func(t *tool, name string, rate int) (result, error) {
+		r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: o.duration, connections: o.connections, rate: rate,
+			program: programs[t], files: filepath.Join(dir, name)}
+		if o.profileDir != "" && t.program == "" {
+			r.env = []string{"HLOAD_CPUPROFILE=" + filepath.Join(o.profileDir, name)}
+		}
+		return runOnce(ctx, pin, srv, t, r)
+	}
 	var failed []string
 	for round := 1; round <= o.rounds; round++ {
 		var results []result
-		for _, t := range ready {
+		for _, t := range fixed {
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted: %w", context.Cause(ctx))
 			}
-			r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: o.duration, connections: o.connections,
-				program: programs[t], files: filepath.Join(dir, fmt.Sprintf("%s-%d", t.name, round))}
-			if o.profileDir != "" && t.program == "" {
-				r.env = []string{"HLOAD_CPUPROFILE=" + filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", t.name, round))}
-			}
-			res, err := runOnce(ctx, pin, srv, t, r)
+			res, err := runTool(t, fmt.Sprintf("%s-%d", t.name, round), t.rate)
 			res.Round = round
 			if err != nil {
 				res.Error = err.Error()
@@ -320,6 +353,18 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		}
 		printResults(out, fmt.Sprintf("round %d of %d", round, o.rounds), results)
 		rep.Runs = append(rep.Runs, results...)
+		if len(sweepers) == 0 {
+			continue
+		}
+		sweeps, fails := sweepRound(o.sweepRates, sweepers, round, func(t *tool, rate int) (result, error) {
+			return runTool(t, fmt.Sprintf("%s-%d-%d", t.name, rate, round), rate)
+		})
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+		}
+		printSweep(out, fmt.Sprintf("round %d of %d, case open-sweep", round, o.rounds), o.duration, sweeps)
+		rep.Sweeps = append(rep.Sweeps, sweeps...)
+		failed = append(failed, fails...)
 	}
 	if err := srv.check(); err != nil {
 		failed = append(failed, "after the runs: "+err.Error())
@@ -327,9 +372,15 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 
 	rep.Medians = medians(rep.Runs)
 	rep.Ratios = ratios(rep.Medians, rep.Pinned)
+	rep.SweepMedians = sweepMedians(rep.Sweeps)
 	rep.LoadAvgEnd = loadavg.Read()
-	printResults(out, "medians over "+plural(o.rounds, "round"), rep.Medians)
-	printRatios(out, rep.Ratios)
+	if len(rep.Runs) > 0 {
+		printResults(out, "medians over "+plural(o.rounds, "round"), rep.Medians)
+		printRatios(out, rep.Ratios)
+	}
+	if len(rep.SweepMedians) > 0 {
+		printSweepMedians(out, o.rounds, rep.SweepMedians)
+	}
 	fmt.Fprintf(out, "\nload average at the end %s; other work on the machine makes these figures noisy\n", rep.LoadAvgEnd)
 	for _, name := range rep.Missing {
 		fmt.Fprintf(out, "%s was missing and skipped\n", name)
@@ -354,15 +405,15 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 // CPU time and count over the run. A tool whose requests the server must
 // count exactly (hload's) fails when the counts differ.
 func runOnce(ctx context.Context, pin pinning, srv *server, t *tool, r toolRun) (result, error) {
-	res := result{Case: t.caseName, Tool: t.name, ServerCPUSeconds: -1, ServerRequests: -1, VUs: t.vus}
-	if t.rate > 0 {
-		res.Planned = int64(t.rate) * int64(r.duration/time.Second)
+	res := result{Case: t.caseName, Tool: t.name, ServerCPUSeconds: -1, ServerRequests: -1, ServerConnections: -1, VUs: t.vus}
+	if r.rate > 0 {
+		res.Planned = int64(r.rate) * int64(r.duration/time.Second)
 	}
-	httpBefore, echoBefore, countErr := srv.counts()
+	before, countErr := srv.counts()
 	cpuBefore := srv.cpuSeconds()
 	f, u, err := measure(ctx, pin, t, r)
 	cpuAfter := srv.cpuSeconds()
-	httpAfter, echoAfter, err2 := srv.counts()
+	after, err2 := srv.counts()
 	res.RPS, res.Requests, res.Dropped, res.Saturated = f.rps, f.requests, f.dropped, f.saturated
 	res.CPUSeconds, res.PeakRSSMB = u.cpuSeconds, u.peakRSSMB
 	if f.latenessP99 >= 0 {
@@ -382,10 +433,11 @@ func runOnce(ctx context.Context, pin pinning, srv *server, t *tool, r toolRun) 
 		countErr = err2
 	}
 	if countErr == nil {
-		res.ServerRequests = httpAfter - httpBefore
+		res.ServerRequests = after.requests - before.requests
 		if t.counted == "echo" {
-			res.ServerRequests = echoAfter - echoBefore
+			res.ServerRequests = after.echoes - before.echoes
 		}
+		res.ServerConnections = after.conns - before.conns
 	}
 	if err != nil {
 		return res, err
@@ -406,6 +458,15 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, data, 0o755)
+}
+
+// joinInts is ns separated by commas.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // plural is n and the noun, with an s unless n is 1.

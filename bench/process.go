@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"runtime"
@@ -45,8 +46,10 @@ func serveBig(w http.ResponseWriter, size int64) {
 }
 
 // countPath is where the target server tells how many requests it has
-// answered and how many echo connections it has served, as "HTTP ECHO":
-// counts hload did not write, to check its own against.
+// answered, how many echo connections it has served and how many HTTP
+// connections it has accepted, as "HTTP ECHO CONNS": counts hload did not
+// write, to check its own against, and the connections a tool's pool
+// opened, which no tool reports the same way.
 const countPath = "/__count"
 
 // serve is the target server: this binary run again with -serve. It
@@ -65,11 +68,11 @@ func serve(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var requests, echoes atomic.Int64
+	var requests, echoes, conns atomic.Int64
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == countPath {
-				fmt.Fprintf(w, "%d %d", requests.Load(), echoes.Load())
+				fmt.Fprintf(w, "%d %d %d", requests.Load(), echoes.Load(), conns.Load())
 				return
 			}
 			requests.Add(1)
@@ -88,6 +91,13 @@ func serve(stdin io.Reader, stdout io.Writer) error {
 			w.Write(body)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		// StateNew comes before the connection's first request is read, so
+		// a count read on a new connection already includes it.
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			if state == http.StateNew {
+				conns.Add(1)
+			}
+		},
 	}
 	go srv.Serve(ln)
 	go func() {
@@ -151,6 +161,11 @@ type server struct {
 	stdin    io.Closer
 	url      string // the HTTP server's base URL, ending in "/"
 	echoAddr string // the echo server's host:port
+	// counter reads the counts on a transport of its own, so that no
+	// tool or test takes or closes its connection; ownConns are the
+	// connections it opened, which the server counted as any other.
+	counter  *http.Client
+	ownConns int64
 }
 
 // startServer starts this binary with -serve, on core 1 when pinning, and
@@ -173,7 +188,8 @@ func startServer(ctx context.Context, p pinning) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the target server: %w", err)
 	}
-	s := &server{cmd: cmd, stdin: stdin}
+	s := &server{cmd: cmd, stdin: stdin,
+		counter: &http.Client{Timeout: 5 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}}
 	addr := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(stdout).ReadString('\n')
@@ -215,31 +231,57 @@ func (s *server) check() error {
 	return nil
 }
 
-// counts are the requests the server has answered and the echo
-// connections it has accepted so far, or an error.
-func (s *server) counts() (requests, echoes int64, err error) {
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(s.url + strings.TrimPrefix(countPath, "/"))
+// serverCounts are what the server has counted so far: the requests it
+// answered, the echo connections and the HTTP connections it accepted.
+type serverCounts struct {
+	requests, echoes, conns int64
+}
+
+// counts are the server's counts so far, or an error. The connections
+// leave out those the harness opened to read them: a run's difference of
+// two counts is then the tool's own.
+func (s *server) counts() (serverCounts, error) {
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if !info.Reused {
+			s.ownConns++
+		}
+	}}
+	ctx := httptrace.WithClientTrace(context.Background(), trace)
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+strings.TrimPrefix(countPath, "/"), nil)
 	if err != nil {
-		return 0, 0, fmt.Errorf("the target server's count: %w", err)
+		return serverCounts{}, err
+	}
+	resp, err := s.counter.Do(req)
+	if err != nil {
+		return serverCounts{}, fmt.Errorf("the target server's count: %w", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0, fmt.Errorf("the target server's count: %w", err)
+		return serverCounts{}, fmt.Errorf("the target server's count: %w", err)
 	}
-	return parseCounts(data)
+	c, err := parseCounts(data)
+	if err != nil {
+		return c, err
+	}
+	c.conns -= s.ownConns
+	return c, nil
 }
 
-// parseCounts reads the server's "HTTP ECHO" counts.
-func parseCounts(data []byte) (requests, echoes int64, err error) {
-	a, b, ok := strings.Cut(strings.TrimSpace(string(data)), " ")
-	requests, err1 := strconv.ParseInt(a, 10, 64)
-	echoes, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("the target server's count: cannot read %q", data)
+// parseCounts reads the server's "HTTP ECHO CONNS" counts.
+func parseCounts(data []byte) (serverCounts, error) {
+	fields := strings.Fields(string(data))
+	var n [3]int64
+	if len(fields) != len(n) {
+		return serverCounts{}, fmt.Errorf("the target server's count: cannot read %q", data)
 	}
-	return requests, echoes, nil
+	for i, f := range fields {
+		var err error
+		if n[i], err = strconv.ParseInt(f, 10, 64); err != nil {
+			return serverCounts{}, fmt.Errorf("the target server's count: cannot read %q", data)
+		}
+	}
+	return serverCounts{requests: n[0], echoes: n[1], conns: n[2]}, nil
 }
 
 // cpuSeconds is the CPU time (user+sys) the server has used so far, from

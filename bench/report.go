@@ -25,6 +25,9 @@ type result struct {
 	PeakRSSMB         float64 `json:"peak_rss_mb"`
 	ServerCPUSeconds  float64 `json:"server_cpu_s"`    // -1 when /proc could not be read
 	ServerRequests    int64   `json:"server_requests"` // what the server counted during the run; -1 unknown
+	// ServerConnections are the HTTP connections the server accepted
+	// during the run; -1 unknown.
+	ServerConnections int64 `json:"server_connections"`
 	// Of the open-model cases: the requests the rate plans over the run,
 	// hload's dropped iterations and the p99 of its start lateness.
 	Planned       int64    `json:"planned,omitempty"`
@@ -66,7 +69,7 @@ func medians(runs []result) []result {
 		}
 		byTool[r.Tool] = append(byTool[r.Tool], r)
 	}
-	var out []result
+	out := []result{}
 	for _, tool := range order {
 		var ok []result
 		for _, r := range byTool[tool] {
@@ -95,6 +98,7 @@ func medians(runs []result) []result {
 		m.PeakRSSMB = col(func(r result) float64 { return r.PeakRSSMB })
 		m.ServerCPUSeconds = col(func(r result) float64 { return r.ServerCPUSeconds })
 		m.ServerRequests = int64(col(func(r result) float64 { return float64(r.ServerRequests) }))
+		m.ServerConnections = int64(col(func(r result) float64 { return float64(r.ServerConnections) }))
 		m.CPUMicrosPerReq = col(func(r result) float64 { return r.CPUMicrosPerReq })
 		m.Planned = int64(col(func(r result) float64 { return float64(r.Planned) }))
 		m.Dropped = int64(col(func(r result) float64 { return float64(r.Dropped) }))
@@ -130,8 +134,10 @@ type ratio struct {
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"` // "x" for a ratio; "%", "ms", "KB" or "" for a figure
 	Goal  float64 `json:"goal"`
-	// AtMost says Value must be at most Goal; otherwise at least.
+	// AtMost says Value must be at most Goal; otherwise at least. Under,
+	// with AtMost, says it must be below Goal, not equal to it.
 	AtMost bool `json:"at_most,omitempty"`
+	Under  bool `json:"under,omitempty"`
 	Meets  bool `json:"meets"`
 	// Missing says why the figure could not be computed.
 	Missing string `json:"missing,omitempty"`
@@ -139,113 +145,139 @@ type ratio struct {
 	Note string `json:"note,omitempty"`
 }
 
+// Of the open model, the thresholds both the goals and the sweep hold
+// hload to: sent within sentOffPlanPct of the plan, start lateness p99
+// under latenessP99Ms.
+const (
+	sentOffPlanPct = 0.5
+	latenessP99Ms  = 2.0
+)
+
+// goalSet is the medians of the tools that succeeded in at least one
+// round, and the tools that failed in every round, from which the goals
+// are computed.
+type goalSet struct {
+	by     map[string]result
+	failed map[string]bool
+}
+
+// without says why a goal has no figure of tool.
+func (g goalSet) without(tool string) string {
+	if g.failed[tool] {
+		return tool + " failed in every round"
+	}
+	return tool + " was not run"
+}
+
+func judge(r ratio) ratio {
+	switch {
+	case r.AtMost && r.Under:
+		r.Meets = r.Value < r.Goal
+	case r.AtMost:
+		r.Meets = r.Value <= r.Goal
+	default:
+		r.Meets = r.Value >= r.Goal
+	}
+	return r
+}
+
+// of is a's figure over b's.
+func (g goalSet) of(c, what string, goal float64, atMost bool, a, b string, f func(result) float64) ratio {
+	r := ratio{Case: c, What: what, Unit: "x", Goal: goal, AtMost: atMost}
+	ra, okA := g.by[a]
+	rb, okB := g.by[b]
+	switch {
+	case !okA:
+		r.Missing = g.without(a)
+	case !okB:
+		r.Missing = g.without(b)
+	case f(rb) <= 0:
+		r.Missing = b + "'s figure is zero"
+	default:
+		r.Value = f(ra) / f(rb)
+		r = judge(r)
+	}
+	return r
+}
+
+// figure is one of a's figures, which must be at most goal; f returns
+// why there is none when a's result does not hold it.
+func (g goalSet) figure(c, what, unit string, goal float64, a string, f func(result) (float64, string)) ratio {
+	r := ratio{Case: c, What: what, Unit: unit, Goal: goal, AtMost: true}
+	ra, okA := g.by[a]
+	if !okA {
+		r.Missing = g.without(a)
+		return r
+	}
+	v, missing := f(ra)
+	if missing != "" {
+		r.Missing = missing
+		return r
+	}
+	r.Value = v
+	return judge(r)
+}
+
+// under is figure, with a value that must be below goal.
+func (g goalSet) under(c, what, unit string, goal float64, a string, f func(result) (float64, string)) ratio {
+	r := g.figure(c, what, unit, goal, a, f)
+	r.Under = true
+	if r.Missing == "" {
+		r = judge(r)
+	}
+	return r
+}
+
+// offPlanPct is how far the requests sent are from the plan, in % of it,
+// from the difference of the counts: requests/planned-1 would put a run
+// exactly 0.5 % off a rounding error past the goal.
+func offPlanPct(r result) float64 {
+	return math.Abs(float64(r.Requests-r.Planned)) * 100 / float64(r.Planned)
+}
+
+func cpuPerRequest(r result) float64 { return r.CPUMicrosPerReq }
+
 // ratios computes the goals of docs/performance.md that the medians allow.
 func ratios(meds []result, pinned bool) []ratio {
-	by := map[string]result{}
-	failed := map[string]bool{}
+	g := goalSet{by: map[string]result{}, failed: map[string]bool{}}
 	for _, m := range meds {
 		if m.Error == "" {
-			by[m.Tool] = m
+			g.by[m.Tool] = m
 		} else {
-			failed[m.Tool] = true
+			g.failed[m.Tool] = true
 		}
-	}
-	without := func(tool string) string {
-		if failed[tool] {
-			return tool + " failed in every round"
-		}
-		return tool + " was not run"
-	}
-	judge := func(r ratio) ratio {
-		if r.AtMost {
-			r.Meets = r.Value <= r.Goal
-		} else {
-			r.Meets = r.Value >= r.Goal
-		}
-		return r
-	}
-	// of is a's figure over b's.
-	of := func(c, what string, goal float64, atMost bool, a, b string, f func(result) float64) ratio {
-		r := ratio{Case: c, What: what, Unit: "x", Goal: goal, AtMost: atMost}
-		ra, okA := by[a]
-		rb, okB := by[b]
-		switch {
-		case !okA:
-			r.Missing = without(a)
-		case !okB:
-			r.Missing = without(b)
-		case f(rb) <= 0:
-			r.Missing = b + "'s figure is zero"
-		default:
-			r.Value = f(ra) / f(rb)
-			r = judge(r)
-		}
-		return r
-	}
-	// figure is one of a's figures; ok false when a did not report it.
-	figure := func(c, what, unit string, goal float64, a string, f func(result) (float64, bool)) ratio {
-		r := ratio{Case: c, What: what, Unit: unit, Goal: goal, AtMost: true}
-		ra, okA := by[a]
-		if !okA {
-			r.Missing = without(a)
-			return r
-		}
-		v, ok := f(ra)
-		if !ok {
-			r.Missing = a + " did not report it"
-			return r
-		}
-		r.Value = v
-		return judge(r)
 	}
 	perCPU := func(r result) float64 { return r.RequestsPerCPUSec }
-	cpuPerRequest := func(r result) float64 { return r.CPUMicrosPerReq }
 	rps := func(r result) float64 { return r.RPS }
 	out := []ratio{
-		of("get", "hload requests per CPU-second vs vegeta", 2, false, "hload", "vegeta", perCPU),
-		of("get", "hload requests per CPU-second vs wrk", 0.8, false, "hload", "wrk", perCPU),
-		of("get", "hload requests/s vs wrk, against a 1-core server", 0.95, false, "hload", "wrk", rps),
-		of("get", "hload isolated vs in-process requests/s", 0.8, false, "hload-isolated", "hload", rps),
+		g.of("get", "hload requests per CPU-second vs vegeta", 2, false, "hload", "vegeta", perCPU),
+		g.of("get", "hload requests per CPU-second vs wrk", 0.8, false, "hload", "wrk", perCPU),
+		g.of("get", "hload requests/s vs wrk, against a 1-core server", 0.95, false, "hload", "wrk", rps),
+		g.of("get", "hload isolated vs in-process requests/s", 0.8, false, "hload-isolated", "hload", rps),
 		// A flow of constant steps must cost no more CPU per request than
 		// the same requests as separate iterations; 0.95 leaves room for
 		// the noise of one run on a shared machine.
-		of("get", "hload 3-step flow vs single requests, requests per CPU-second", 0.95, false, "hload-flow", "hload", perCPU),
-		of("post", "hload CPU per request, constant POST vs GET", 1.3, true, "hload-post", "hload", cpuPerRequest),
-		of("post-dynamic", "hload CPU per request, dynamic POST vs constant POST", 1.3, true, "hload-post-dynamic", "hload-post", cpuPerRequest),
+		g.of("get", "hload 3-step flow vs single requests, requests per CPU-second", 0.95, false, "hload-flow", "hload", perCPU),
+		g.of("post", "hload CPU per request, constant POST vs GET", 1.3, true, "hload-post", "hload", cpuPerRequest),
+		g.of("post-dynamic", "hload CPU per request, dynamic POST vs constant POST", 1.3, true, "hload-post-dynamic", "hload-post", cpuPerRequest),
 	}
 	if !pinned {
 		out[2].Note = "the server was not pinned to one core"
 	}
-	for _, rate := range []int{2000, 10000} {
-		c := fmt.Sprintf("open-%d", rate)
-		tool := "hload-" + c
-		out = append(out,
-			figure(c, fmt.Sprintf("hload at %d/s: sent off the plan", rate), "%", 0.5, tool, func(r result) (float64, bool) {
-				if r.Planned <= 0 {
-					return 0, false
-				}
-				return math.Abs(float64(r.Requests)/float64(r.Planned)-1) * 100, true
-			}),
-			figure(c, fmt.Sprintf("hload at %d/s: dropped iterations", rate), "", 0, tool, func(r result) (float64, bool) {
-				return float64(r.Dropped), true
-			}),
-			figure(c, fmt.Sprintf("hload at %d/s: start lateness p99", rate), "ms", 1, tool, func(r result) (float64, bool) {
-				if r.LatenessP99Ms == nil {
-					return 0, false
-				}
-				return *r.LatenessP99Ms, true
-			}),
-			of(c, fmt.Sprintf("hload CPU per request, open at %d/s vs closed GET", rate), 1.3, true, tool, "hload", cpuPerRequest),
-		)
+	for _, rate := range openRates {
+		out = append(out, g.openGoals(rate)...)
 	}
-	out = append(out, idleSlope(by, without),
-		of("plugin", "hload dynamic POST isolated vs in-process requests/s", 0.8, false, "hload-post-dynamic-isolated", "hload-post-dynamic", rps),
+	out = append(out, g.idleSlope(),
+		g.of("plugin", "hload dynamic POST isolated vs in-process requests/s", 0.8, false, "hload-post-dynamic-isolated", "hload-post-dynamic", rps),
 		// One VU: the time per call is 1 / requests/s, so the unchecked
 		// run's rate over the checked one's is the checked call's time
 		// over the unchecked one's.
-		of("big-body", "hload time per call of a 200 MB body, body_contains vs unchecked", 1.3, true, "hload-big-body", "hload-big-body-checked", rps),
-		figure("big-body", "hload peak RSS, body_contains on 200 MB bodies", "MB", 64, "hload-big-body-checked", func(r result) (float64, bool) {
-			return r.PeakRSSMB, r.PeakRSSMB > 0
+		g.of("big-body", "hload time per call of a 200 MB body, body_contains vs unchecked", 1.3, true, "hload-big-body", "hload-big-body-checked", rps),
+		g.figure("big-body", "hload peak RSS, body_contains on 200 MB bodies", "MB", 64, "hload-big-body-checked", func(r result) (float64, string) {
+			if r.PeakRSSMB <= 0 {
+				return 0, "hload-big-body-checked did not report it"
+			}
+			return r.PeakRSSMB, ""
 		}))
 	// Only the goals of the cases that ran.
 	ran := map[string]bool{}
@@ -261,19 +293,55 @@ func ratios(meds []result, pinned bool) []ratio {
 	return kept
 }
 
+// openGoals are the goals of hload with its default pool at one rate.
+// Its connections are the server's count: a default pool that connected
+// every VU up to max_vus (rate x 1 s) would open thousands.
+func (g goalSet) openGoals(rate int) []ratio {
+	c := fmt.Sprintf("open-%d", rate)
+	tool := "hload-" + c
+	at := fmt.Sprintf("hload at %d/s: ", rate)
+	planned := func(f func(result) float64) func(result) (float64, string) {
+		return func(r result) (float64, string) {
+			if r.Planned <= 0 {
+				return 0, tool + " has no plan"
+			}
+			return f(r), ""
+		}
+	}
+	return []ratio{
+		g.figure(c, at+"sent off the plan", "%", sentOffPlanPct, tool, planned(offPlanPct)),
+		g.figure(c, at+"dropped iterations, of the plan", "%", 0.1, tool, planned(func(r result) float64 {
+			return float64(r.Dropped) * 100 / float64(r.Planned)
+		})),
+		g.under(c, at+"start lateness p99", "ms", latenessP99Ms, tool, func(r result) (float64, string) {
+			if r.LatenessP99Ms == nil {
+				return 0, tool + " did not report it"
+			}
+			return *r.LatenessP99Ms, ""
+		}),
+		g.under(c, at+"connections the server accepted", "", 500, tool, func(r result) (float64, string) {
+			if r.ServerConnections < 0 {
+				return 0, "the server's count was not read"
+			}
+			return float64(r.ServerConnections), ""
+		}),
+		g.of(c, fmt.Sprintf("hload CPU per request, open at %d/s vs closed GET", rate), 1.7, true, tool, "hload", cpuPerRequest),
+	}
+}
+
 // idleSlope is the peak RSS one more waiting VU costs: the slope between
 // the idle-VU case's two runs, so that what hload costs with no VU at all
 // does not count.
-func idleSlope(by map[string]result, without func(string) string) ratio {
+func (g goalSet) idleSlope() ratio {
 	r := ratio{Case: "idle-vus", Unit: "KB", Goal: 20, AtMost: true,
 		What: fmt.Sprintf("hload peak RSS per added VU, %d to %d VUs", idleVUs[0], idleVUs[1])}
-	lo, okLo := by[fmt.Sprintf("hload-idle-%d", idleVUs[0])]
-	hi, okHi := by[fmt.Sprintf("hload-idle-%d", idleVUs[1])]
+	lo, okLo := g.by[fmt.Sprintf("hload-idle-%d", idleVUs[0])]
+	hi, okHi := g.by[fmt.Sprintf("hload-idle-%d", idleVUs[1])]
 	switch {
 	case !okLo:
-		r.Missing = without(fmt.Sprintf("hload-idle-%d", idleVUs[0]))
+		r.Missing = g.without(fmt.Sprintf("hload-idle-%d", idleVUs[0]))
 	case !okHi:
-		r.Missing = without(fmt.Sprintf("hload-idle-%d", idleVUs[1]))
+		r.Missing = g.without(fmt.Sprintf("hload-idle-%d", idleVUs[1]))
 	default:
 		r.Value = (hi.PeakRSSMB - lo.PeakRSSMB) * 1024 / float64(idleVUs[1]-idleVUs[0])
 		r.Meets = r.Value <= r.Goal
@@ -308,7 +376,7 @@ func printCase(w io.Writer, title string, rs []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "tool\trequests\trequests/s\tCPU s\tCPU us/request\trequests/CPU-s\tpeak RSS MB\tserver CPU s\tserver count\t"
 	if open {
-		head += "planned\tdropped\tlateness p99 ms\t"
+		head += "planned\tdropped\tlateness p99 ms\tconns\t"
 	}
 	if idle {
 		head += "VUs\t"
@@ -320,15 +388,12 @@ func printCase(w io.Writer, title string, rs []result) {
 			fmt.Fprintf(w, "%s failed: %s\n", r.Tool, oneLine(r.Error))
 			continue
 		}
-		server, count := "?", "?"
+		server := "?"
 		if r.ServerCPUSeconds >= 0 {
 			server = fmt.Sprintf("%.2f", r.ServerCPUSeconds)
 		}
-		if r.ServerRequests >= 0 {
-			count = thousands(float64(r.ServerRequests))
-		}
 		row := fmt.Sprintf("%s\t%s\t%s\t%.2f\t%.1f\t%s\t%.1f\t%s\t%s\t", r.Tool, thousands(float64(r.Requests)), thousands(r.RPS), r.CPUSeconds,
-			r.CPUMicrosPerReq, thousands(r.RequestsPerCPUSec), r.PeakRSSMB, server, count)
+			r.CPUMicrosPerReq, thousands(r.RequestsPerCPUSec), r.PeakRSSMB, server, count(r.ServerRequests))
 		if open {
 			late := "-"
 			if r.LatenessP99Ms != nil {
@@ -338,7 +403,7 @@ func printCase(w io.Writer, title string, rs []result) {
 			if r.Planned > 0 {
 				planned = thousands(float64(r.Planned))
 			}
-			row += fmt.Sprintf("%s\t%d\t%s\t", planned, r.Dropped, late)
+			row += fmt.Sprintf("%s\t%d\t%s\t%s\t", planned, r.Dropped, late, count(r.ServerConnections))
 		}
 		if idle {
 			row += strconv.Itoa(r.VUs) + "\t"
@@ -363,6 +428,9 @@ func printRatios(w io.Writer, rs []ratio) {
 		cmp := ">="
 		if r.AtMost {
 			cmp = "<="
+		}
+		if r.AtMost && r.Under {
+			cmp = "<"
 		}
 		goal := fmt.Sprintf("goal %s %s", cmp, withUnit(r.Goal, r.Unit))
 		if r.Missing != "" {
@@ -391,6 +459,14 @@ func withUnit(v float64, unit string) string {
 	default:
 		return fmt.Sprintf("%.2f %s", v, unit)
 	}
+}
+
+// count formats one of the server's counts, "?" when it is unknown.
+func count(n int64) string {
+	if n < 0 {
+		return "?"
+	}
+	return thousands(float64(n))
 }
 
 // thousands formats x rounded, with commas between thousands.

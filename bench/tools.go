@@ -18,6 +18,7 @@ type toolRun struct {
 	echoAddr    string // the echo server's host:port
 	duration    time.Duration
 	connections int
+	rate        int      // the planned requests per second of an open-model run; 0 for a closed one
 	program     string   // the tool's binary
 	files       string   // a path prefix for the run's own files
 	env         []string // added to the tool's environment (-profile)
@@ -38,8 +39,11 @@ type tool struct {
 	// simply the one process.
 	note string
 	// rate is the planned requests per second of an open-model run; 0
-	// for a closed one.
+	// for a closed one, and for a sweeping tool, whose rate is each run's.
 	rate int
+	// sweep says the tool runs at each rate of -sweep-rates in turn,
+	// instead of once per round.
+	sweep bool
 	// vus is the VUs of the idle-VU case's runs; 0 elsewhere.
 	vus int
 	// counted says which of the server's counts must equal the tool's
@@ -147,7 +151,16 @@ func measure(ctx context.Context, p pinning, t *tool, r toolRun) (figures, usage
 		return f, u, errors.New("no request completed")
 	}
 	if f.errors > 0 {
-		return f, u, fmt.Errorf("%d of %d requests failed", f.errors, f.requests)
+		return f, u, requestsFailed{failed: f.errors, of: f.requests}
 	}
 	return f, u, nil
+}
+
+// requestsFailed is a run the tool finished and reported, some of whose
+// requests failed: a failure of the run, except in the sweep, where a
+// rate too high for the tool or the server is what it looks for.
+type requestsFailed struct{ failed, of int64 }
+
+func (e requestsFailed) Error() string {
+	return fmt.Sprintf("%d of %d requests failed", e.failed, e.of)
 }

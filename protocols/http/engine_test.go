@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -329,6 +330,51 @@ func TestConnectionsPerVU(t *testing.T) {
 		if n != 3 {
 			t.Errorf("%s carried %d requests, want 3", a, n)
 		}
+	}
+}
+
+// TestConnectOpensTheVUsConnections: Connect opens a VU's
+// connections_per_vu connections before its first call, and the calls
+// then use them: the server accepts 3 connections for 6 calls, 2 on each,
+// and each connection's connect time is reported once, on its first call.
+// Over TLS with h2 offered, the one connection Connect opened carries the
+// calls through net/http.
+func TestConnectOpensTheVUsConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tls, h2 bool
+		conns   int64
+	}{
+		{"plain", false, false, 3},
+		{"tls", true, false, 3},
+		{"tls, h2", true, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newCountingServer(t, tc.tls, tc.h2, func(w nethttp.ResponseWriter, r *nethttp.Request) { io.WriteString(w, "ok") })
+			c := open(t, New(), srv.URL, map[string]cty.Value{"connections_per_vu": cty.NumberIntVal(3), "insecure_skip_verify": cty.True})
+			if err := c.(protocols.Connector).Connect(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+			if n := srv.conns.Load(); n != tc.conns {
+				t.Fatalf("after Connect the server had accepted %d connections, want %d", n, tc.conns)
+			}
+			connects := int64(0)
+			for i := range 6 {
+				res := do(t, c, 1, path("/"), true)
+				if res.request.Error != "" || res.body != "ok" {
+					t.Fatalf("call %d: %+v", i, res.request)
+				}
+				if res.connect != nil {
+					connects++
+				}
+			}
+			if n := srv.conns.Load(); n != tc.conns || srv.requests.Load() != 6 {
+				t.Errorf("the server accepted %d connections and %d requests, want %d and 6", n, srv.requests.Load(), tc.conns)
+			}
+			if !tc.h2 && connects != tc.conns {
+				t.Errorf("the calls reported %d connects, want %d: one per connection Connect opened", connects, tc.conns)
+			}
+		})
 	}
 }
 
