@@ -58,6 +58,7 @@ func (l *loader) decodeArrivalRate(kind string, attrs hcl.Attributes) (Executor,
 		diags = append(diags, d...)
 		if rateOK {
 			e.PreAllocatedVUs, e.MaxVUs, d = l.vuPool(attrs, attrs["rate"], rate, timeUnit)
+			e.MaxVUsDefault = attrs["max_vus"] == nil
 			diags = append(diags, d...)
 		}
 		return e, diags
@@ -86,6 +87,7 @@ func (l *loader) decodeArrivalRate(kind string, attrs hcl.Attributes) (Executor,
 			"start_rate and every stage target are 0, so no iteration would ever start. Give at least one stage a target above 0."))
 	default:
 		e.PreAllocatedVUs, e.MaxVUs, d = l.vuPool(attrs, stagesAttr, peak, timeUnit)
+		e.MaxVUsDefault = attrs["max_vus"] == nil
 		diags = append(diags, d...)
 	}
 	return e, diags

@@ -33,36 +33,36 @@ func TestArrivalRateExecutors(t *testing.T) {
   rate     = 100
   duration = "1m"`,
 			// 100/s: 100 VUs keep up with 1 s iterations, 1 with 10 ms.
-			ConstantArrivalRate{Rate: 100, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 1, MaxVUs: 100}},
+			ConstantArrivalRate{Rate: 100, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 1, MaxVUs: 100, MaxVUsDefault: true}},
 		{"constant time unit", `
   executor  = "constant-arrival-rate"
   rate      = 1
   time_unit = "100ms"
   duration  = 30`,
-			ConstantArrivalRate{Rate: 1, TimeUnit: 100 * time.Millisecond, Duration: 30 * time.Second, PreAllocatedVUs: 1, MaxVUs: 10}},
+			ConstantArrivalRate{Rate: 1, TimeUnit: 100 * time.Millisecond, Duration: 30 * time.Second, PreAllocatedVUs: 1, MaxVUs: 10, MaxVUsDefault: true}},
 		{"constant slow rate", `
   executor  = "constant-arrival-rate"
   rate      = 1.5
   time_unit = "1m"
   duration  = "10m"`,
-			ConstantArrivalRate{Rate: 1.5, TimeUnit: time.Minute, Duration: 10 * time.Minute, PreAllocatedVUs: 1, MaxVUs: 1}},
+			ConstantArrivalRate{Rate: 1.5, TimeUnit: time.Minute, Duration: 10 * time.Minute, PreAllocatedVUs: 1, MaxVUs: 1, MaxVUsDefault: true}},
 		{"constant fractional peak rounds up", `
   executor = "constant-arrival-rate"
   rate     = 255.5
   duration = "1m"`,
-			ConstantArrivalRate{Rate: 255.5, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 3, MaxVUs: 256}},
+			ConstantArrivalRate{Rate: 255.5, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 3, MaxVUs: 256, MaxVUsDefault: true}},
 		{"constant with a queue", `
   executor       = "constant-arrival-rate"
   rate           = 10
   duration       = "1m"
   max_queue_wait = "2s"`,
-			ConstantArrivalRate{Rate: 10, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 1, MaxVUs: 10, MaxQueueWait: 2 * time.Second}},
+			ConstantArrivalRate{Rate: 10, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 1, MaxVUs: 10, MaxVUsDefault: true, MaxQueueWait: 2 * time.Second}},
 		{"constant pre-allocated only raises max", `
   executor          = "constant-arrival-rate"
   rate              = 10
   duration          = "1m"
   pre_allocated_vus = 50`,
-			ConstantArrivalRate{Rate: 10, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 50, MaxVUs: 50}},
+			ConstantArrivalRate{Rate: 10, TimeUnit: time.Second, Duration: time.Minute, PreAllocatedVUs: 50, MaxVUs: 50, MaxVUsDefault: true}},
 		{"constant max only caps pre-allocated", `
   executor = "constant-arrival-rate"
   rate     = 1000
@@ -80,14 +80,14 @@ func TestArrivalRateExecutors(t *testing.T) {
   executor = "ramping-arrival-rate"
   stages   = [{ duration = "10s", target = 200 }, { duration = "1m", target = 50 }]`,
 			RampingArrivalRate{TimeUnit: time.Second, Stages: []RateStage{{10 * time.Second, 200}, {time.Minute, 50}},
-				PreAllocatedVUs: 2, MaxVUs: 200}},
+				PreAllocatedVUs: 2, MaxVUs: 200, MaxVUsDefault: true}},
 		{"ramping peak at the start", `
   executor   = "ramping-arrival-rate"
   start_rate = 300
   time_unit  = "1m"
   stages     = [{ duration = "5m", target = 0.5 }, { duration = 0, target = 0 }]`,
 			RampingArrivalRate{StartRate: 300, TimeUnit: time.Minute, Stages: []RateStage{{5 * time.Minute, 0.5}, {0, 0}},
-				PreAllocatedVUs: 1, MaxVUs: 5}},
+				PreAllocatedVUs: 1, MaxVUs: 5, MaxVUsDefault: true}},
 		{"ramping pool set", `
   executor          = "ramping-arrival-rate"
   stages            = [{ duration = "1m", target = 10 }]
@@ -207,13 +207,13 @@ func TestLoadOpenModel(t *testing.T) {
 	}
 	orders, browse := test.Scenarios[0], test.Scenarios[1]
 	// 50 per 100ms is 500/s: max_vus keeps up with 1 s iterations.
-	wantOrders := ConstantArrivalRate{Rate: 50, TimeUnit: 100 * time.Millisecond, Duration: 2 * time.Minute, PreAllocatedVUs: 20, MaxVUs: 500}
+	wantOrders := ConstantArrivalRate{Rate: 50, TimeUnit: 100 * time.Millisecond, Duration: 2 * time.Minute, PreAllocatedVUs: 20, MaxVUs: 500, MaxVUsDefault: true}
 	if orders.Executor != wantOrders {
 		t.Errorf("orders executor = %#v, want %#v", orders.Executor, wantOrders)
 	}
 	wantBrowse := RampingArrivalRate{StartRate: 10, TimeUnit: time.Second,
 		Stages:          []RateStage{{30 * time.Second, 200}, {time.Minute, 200}, {10 * time.Second, 0.5}},
-		PreAllocatedVUs: 2, MaxVUs: 200}
+		PreAllocatedVUs: 2, MaxVUs: 200, MaxVUsDefault: true}
 	if !reflect.DeepEqual(browse.Executor, wantBrowse) {
 		t.Errorf("browse executor = %#v, want %#v", browse.Executor, wantBrowse)
 	}

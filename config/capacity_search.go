@@ -67,6 +67,7 @@ type CapacitySearch struct {
 	TimeUnit        time.Duration
 	PreAllocatedVUs int
 	MaxVUs          int
+	MaxVUsDefault   bool // the open model's max_vus was not set
 	MaxQueueWait    time.Duration
 }
 
@@ -152,6 +153,7 @@ func (l *loader) decodeCapacitySearch(attrs hcl.Attributes) (Executor, hcl.Diagn
 			peakAttr = attrs["max_rate"]
 		}
 		e.PreAllocatedVUs, e.MaxVUs, d = l.vuPool(attrs, peakAttr, steps[len(steps)-1], e.TimeUnit)
+		e.MaxVUsDefault = attrs["max_vus"] == nil
 		diags = append(diags, d...)
 	}
 	return e, diags

@@ -20,7 +20,7 @@ func TestCapacitySearchExecutor(t *testing.T) {
 			// 100 x 1.25 each step, rounded to 0.01, then max_rate itself;
 			// the pool is sized for 300/s as an arrival-rate executor's.
 			CapacitySearch{Model: ModelOpen, Steps: []float64{100, 125, 156.25, 195.31, 244.14, 300},
-				StepDuration: 30 * time.Second, MinGain: 50, TimeUnit: time.Second, PreAllocatedVUs: 3, MaxVUs: 300}},
+				StepDuration: 30 * time.Second, MinGain: 50, TimeUnit: time.Second, PreAllocatedVUs: 3, MaxVUs: 300, MaxVUsDefault: true}},
 		{"open by list, bounds", `
   executor          = "capacity-search"
   step_duration     = "2s"

@@ -195,6 +195,9 @@ type ConstantArrivalRate struct {
 	Duration        time.Duration
 	PreAllocatedVUs int // default: see the config docs; never above MaxVUs
 	MaxVUs          int // default: enough for iterations of up to 1 s at the peak rate
+	// MaxVUsDefault says max_vus was not set: MaxVUs is the default,
+	// which the run may lower to fit the machine (core.FitDefaults).
+	MaxVUsDefault bool
 	// MaxQueueWait is how long an iteration may wait for a VU when all
 	// MaxVUs are busy; it is dropped after that. 0 drops it at once.
 	MaxQueueWait time.Duration
@@ -215,6 +218,7 @@ type RampingArrivalRate struct {
 	Stages          []RateStage
 	PreAllocatedVUs int
 	MaxVUs          int
+	MaxVUsDefault   bool
 	MaxQueueWait    time.Duration
 }
 

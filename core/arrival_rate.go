@@ -31,6 +31,12 @@ type pool struct {
 	// growing counts the VUs started for waiting iterations that are
 	// not ready yet: still connecting or running their setup.
 	growing int
+	// since is when the backlog last became non-empty; growTimer, when
+	// armed, calls grow once it has waited growGrace.
+	since     time.Time
+	growTimer *time.Timer
+	armed     bool
+	closed    bool // no VU starts after close
 
 	// connectors are the scenario's clients that open a VU's connections
 	// ahead of its first call. connecting admits maxConnecting VUs at a
@@ -50,6 +56,13 @@ type pool struct {
 
 // maxConnecting is how many VUs of a pool connect at once.
 const maxConnecting = 8
+
+// growGrace is how long iterations wait for a busy VU before the pool
+// grows for them. After a stall of hload's own (the machine's scheduler,
+// a collection) the pacer starts every iteration that came due at once,
+// and VUs that were busy with fast calls take them within this; more VUs
+// would not have helped, but each would have opened a connection.
+const growGrace = time.Millisecond
 
 // runArrivals is the open model: one pacer for the scenario starts
 // iterations at their planned times, each on a free VU from a pool of
@@ -107,6 +120,13 @@ func (sc *scenarioRun) newPool(preAllocated, maxVUs int, maxWait time.Duration, 
 	maxVUs = max(preAllocated, seg.Scale(maxVUs))
 	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait,
 		connectors: sc.connectors(), connecting: make(chan struct{}, maxConnecting)}
+	p.growTimer = time.AfterFunc(time.Hour, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.armed = false
+		p.grow()
+	})
+	p.growTimer.Stop()
 	if sc.setup == nil && len(p.connectors) == 0 {
 		for range preAllocated {
 			p.spawn(nil)
@@ -124,11 +144,32 @@ func (sc *scenarioRun) newPool(preAllocated, maxVUs int, maxWait time.Duration, 
 }
 
 // grown is called by a VU the pool grew by once it is ready, or failed
-// its setup.
+// its setup: the next may start.
 func (p *pool) grown() {
 	p.mu.Lock()
 	p.growing--
+	p.grow()
 	p.mu.Unlock()
+}
+
+// grow starts a VU for each iteration that waits, up to maxConnecting at
+// a time and max_vus in all, once the backlog has waited growGrace. The
+// caller holds mu.
+func (p *pool) grow() {
+	if p.closed || len(p.backlog) == 0 {
+		return
+	}
+	if wait := growGrace - time.Since(p.since); wait > 0 {
+		if !p.armed {
+			p.armed = true
+			p.growTimer.Reset(wait)
+		}
+		return
+	}
+	for p.growing < maxConnecting && p.growing < len(p.backlog) && len(p.all) < p.maxVUs {
+		p.growing++
+		p.spawn(p.grown)
+	}
 }
 
 // connectors returns the distinct clients of the scenario's requests that
@@ -220,11 +261,11 @@ func (p *pool) dispatch(planned time.Time) {
 			// time, so it grows only while iterations wait, and its
 			// connects are paced: a short stall of the target does not
 			// end in a storm of connects that makes it worse.
-			p.backlog = append(p.backlog, planned)
-			if p.growing < maxConnecting && p.growing < len(p.backlog) {
-				p.growing++
-				p.spawn(p.grown)
+			if len(p.backlog) == 0 {
+				p.since = time.Now()
 			}
+			p.backlog = append(p.backlog, planned)
+			p.grow()
 		case p.maxWait > 0:
 			p.backlog = append(p.backlog, planned)
 		default:
@@ -324,6 +365,8 @@ func (p *pool) next(v *vu) (time.Time, bool) {
 // dropped, and every VU ends after its iteration in flight.
 func (p *pool) close() {
 	p.mu.Lock()
+	p.closed = true
+	p.growTimer.Stop()
 	p.sc.dropped.Add(int64(len(p.backlog)))
 	p.backlog = nil
 	vus := p.all

@@ -300,3 +300,81 @@ func FormatBytes(b uint64) string {
 	}
 	return fmt.Sprintf("%.0f %s", v, units[i])
 }
+
+// FitDefaults lowers the max_vus that open-model scenarios did not set,
+// when the test would not fit m with them: a default is hload's guess, and
+// a guess must not refuse a test that fits with a smaller pool. Every such
+// scenario keeps the same share of its default, the largest that fits,
+// and never less than its pre_allocated_vus. An explicit max_vus is left
+// as set, for CheckLimits to judge. It returns a warning per lowered pool.
+func FitDefaults(test *config.Test, seg Segment, m Machine) hcl.Diagnostics {
+	defaults := map[int]int{} // scenario index: its default max_vus
+	for i, s := range test.Scenarios {
+		if n, ok := defaultMaxVUs(s.Executor); ok {
+			defaults[i] = n
+		}
+	}
+	if len(defaults) == 0 || len(CheckLimits(test, seg, m)) == 0 {
+		return nil
+	}
+	scale := func(share float64) {
+		for i, n := range defaults {
+			s := test.Scenarios[i]
+			s.Executor = withMaxVUs(s.Executor, int(float64(n)*share))
+		}
+	}
+	// The largest share of the defaults that fits, to a thousandth.
+	lo, hi := 0.0, 1.0
+	for hi-lo > 0.001 {
+		mid := (lo + hi) / 2
+		scale(mid)
+		if len(CheckLimits(test, seg, m)) == 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	scale(lo)
+	var diags hcl.Diagnostics
+	for i, s := range test.Scenarios {
+		n, ok := defaults[i]
+		if got, _ := defaultMaxVUs(s.Executor); ok && got < n {
+			r := s.DeclRange
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Subject: &r,
+				Summary: "max_vus lowered to fit this machine",
+				Detail: fmt.Sprintf("Scenario %q sets no max_vus, and its default (%d: the peak rate x 1 s) does not fit this machine's limits; "+
+					"its pool grows to at most %d VUs instead. Set max_vus to choose.", s.Name, n, got)})
+		}
+	}
+	return diags
+}
+
+// defaultMaxVUs returns an open-model executor's max_vus when it is the
+// default.
+func defaultMaxVUs(e config.Executor) (int, bool) {
+	switch e := e.(type) {
+	case config.ConstantArrivalRate:
+		return e.MaxVUs, e.MaxVUsDefault
+	case config.RampingArrivalRate:
+		return e.MaxVUs, e.MaxVUsDefault
+	case config.CapacitySearch:
+		return e.MaxVUs, e.MaxVUsDefault && e.Model != config.ModelClosed
+	}
+	return 0, false
+}
+
+// withMaxVUs returns e with max_vus n, never below its pre_allocated_vus.
+func withMaxVUs(e config.Executor, n int) config.Executor {
+	switch e := e.(type) {
+	case config.ConstantArrivalRate:
+		e.MaxVUs = max(n, e.PreAllocatedVUs)
+		return e
+	case config.RampingArrivalRate:
+		e.MaxVUs = max(n, e.PreAllocatedVUs)
+		return e
+	case config.CapacitySearch:
+		e.MaxVUs = max(n, e.PreAllocatedVUs)
+		return e
+	}
+	return e
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/config"
@@ -286,5 +287,51 @@ func TestReadMachine(t *testing.T) {
 	v1["sys/fs/cgroup/memory/memory.limit_in_bytes"] = &fstest.MapFile{Data: []byte("9223372036854771712\n")}
 	if got = readMachine(v1, none).Limits; len(got) != 0 {
 		t.Errorf("cgroup v1 without a limit: got %+v", got)
+	}
+}
+
+// TestFitDefaults: at 20,000/s the default max_vus is 20,000, one
+// connection each; with 10,000 open files free it is lowered to the most
+// that fit (10,000 less hload's reserve), with a warning on the scenario,
+// and the test then passes CheckLimits. A max_vus the file sets is left
+// for CheckLimits to refuse, and a default that fits is left alone.
+func TestFitDefaults(t *testing.T) {
+	files := Machine{Limits: []Limit{{Kind: LimitFiles, Name: "the open-file limit", Max: 10000}}}
+	open := func(pool string) *config.Test {
+		return loadTest(t, limitsTarget+`
+scenario "s" {
+  target   = "t"
+  executor = "constant-arrival-rate"
+  rate     = 20000
+  duration = "1m"
+`+pool+`
+  request "r" { path = "/" }
+}`, nil)
+	}
+
+	test := open("")
+	diags := FitDefaults(test, Segment{}, files)
+	e := test.Scenarios[0].Executor.(config.ConstantArrivalRate)
+	if len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || !strings.Contains(diags[0].Detail, "default (20000") {
+		t.Fatalf("diagnostics %v, want one warning about the default of 20000", diags)
+	}
+	if fit := 10000 - FilesReserve; e.MaxVUs > fit || e.MaxVUs < fit-20 || e.PreAllocatedVUs != 200 {
+		t.Errorf("max_vus %d, pre_allocated_vus %d; want just under %d, and 200", e.MaxVUs, e.PreAllocatedVUs, fit)
+	}
+	if d := CheckLimits(test, Segment{}, files); len(d) != 0 {
+		t.Errorf("the lowered pool is refused: %s", d.Error())
+	}
+
+	test = open("  max_vus = 20000")
+	if diags := FitDefaults(test, Segment{}, files); len(diags) != 0 || test.Scenarios[0].Executor.(config.ConstantArrivalRate).MaxVUs != 20000 {
+		t.Errorf("an explicit max_vus was changed: %v", diags)
+	}
+	if d := CheckLimits(test, Segment{}, files); len(d) != 1 {
+		t.Errorf("an explicit max_vus over the limit: %v, want one error", d)
+	}
+
+	test = open("")
+	if diags := FitDefaults(test, Segment{}, Machine{}); len(diags) != 0 || test.Scenarios[0].Executor.(config.ConstantArrivalRate).MaxVUs != 20000 {
+		t.Errorf("a default that fits was changed: %v", diags)
 	}
 }

@@ -161,3 +161,32 @@ func (c loggedClient) Do(ctx context.Context, call protocols.Call, emit func(pro
 	c.log.mu.Unlock()
 	c.Client.Do(ctx, call, emit)
 }
+
+// TestOpenModelPoolGrowsWhileIterationsWait: 500 iterations/s against a
+// server that takes 20 ms, from a pool of 1 VU that may grow to 100. By
+// Little's law about 10 VUs are busy at once; the pool grows for the
+// iterations that wait, so every one runs, and the server accepts about
+// as many connections as VUs were needed, not max_vus.
+func TestOpenModelPoolGrowsWhileIterationsWait(t *testing.T) {
+	srv := newConnServer(t, 0)
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.mu.Lock()
+		srv.requests++
+		srv.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		w.Write([]byte("ok"))
+	})
+	test := loadTest(t, openPoolTest(500, 1, 100, time.Second), map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{})
+	conns, requests := srv.counts()
+	sc := sum.Scenarios["open"]
+	if r := sc.Requests["r"]; int64(requests) != r.Count || r.Count+sc.DroppedIterations != 500 || sc.DroppedIterations > 5 {
+		t.Fatalf("server count %d, summary count %d, dropped %d; want the same count, all of 500 run", requests, r.Count, sc.DroppedIterations)
+	}
+	// A busy machine holds some calls longer, and the pool grows for
+	// them too; max_vus (100) would mean it grew for no wait.
+	if conns < 8 || conns > 50 {
+		t.Errorf("the server accepted %d connections; want about 10, the VUs 20 ms calls at 500/s keep busy", conns)
+	}
+	t.Logf("%d requests, %d connections accepted, %d dropped", requests, conns, sc.DroppedIterations)
+}

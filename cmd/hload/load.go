@@ -133,9 +133,11 @@ func renderDiagnostics(test *config.Test, diags hcl.Diagnostics, c *commonFlags,
 
 // checkLimits refuses, as a config error, a test that this machine cannot
 // run as segment seg: too many VUs for its memory or address space, or
-// connections for its open-file limit. core.CheckLimits decides, for
+// connections for its open-file limit. A default max_vus is lowered to
+// fit first, with a warning. core.CheckLimits decides, for
 // validate, plan and apply alike, before any load is sent.
 func checkLimits(test *config.Test, seg core.Segment, machine core.Machine, c *commonFlags, stderr io.Writer) error {
+	renderDiagnostics(test, core.FitDefaults(test, seg, machine), c, stderr)
 	diags := core.CheckLimits(test, seg, machine)
 	if !diags.HasErrors() {
 		return nil
