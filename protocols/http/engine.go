@@ -34,7 +34,12 @@ type h1conn struct {
 	rd   *h1.Reader
 	key  string // scheme://host:port
 	// answered says a response came on it: it is a reused connection.
+	// ahead says Connect opened it before its first call. Either way the
+	// server may have closed it while it waited (an idle or a read
+	// timeout), so kept treats both as reused: checked before a write,
+	// and a request none of which was written goes on a new connection.
 	answered bool
+	ahead    bool
 	// raw is the plain TCP connection's raw one, nil over TLS; see send.
 	raw syscall.RawConn
 	// early says send already waited for the response's first bytes:
@@ -53,6 +58,9 @@ type h1conn struct {
 func (c *h1conn) close() {
 	c.conn.Close()
 }
+
+// kept says the connection waited before this call: see ahead.
+func (c *h1conn) kept() bool { return c.answered || c.ahead }
 
 // longAgo is the deadline that makes a blocked read or write return at once.
 var longAgo = time.Unix(1, 0)
@@ -264,7 +272,7 @@ func (c *Client) conn(ctx context.Context, v *vu, h *hop, slot int, deadline tim
 		cn.close()
 		*ref, cn = nil, nil
 	}
-	if cn != nil && cn.answered && cn.raw == nil && cn.staleTLS() {
+	if cn != nil && cn.kept() && cn.raw == nil && cn.staleTLS() {
 		cn.close()
 		*ref, cn = nil, nil
 	}
@@ -293,9 +301,12 @@ func (c *Client) Connect(ctx context.Context, id uint64) error {
 		if v.h2 {
 			return nil
 		}
-		_, h2, err := c.conn(ctx, v, &target, slot, deadline, true)
+		cn, h2, err := c.conn(ctx, v, &target, slot, deadline, true)
 		if err != nil {
 			return err
+		}
+		if cn != nil && !cn.answered {
+			cn.ahead = true
 		}
 		if h2 != nil {
 			v.handoff(h2)
@@ -488,19 +499,19 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 				break
 			}
 			v.drop(cn)
-			if n == 0 && cn.answered && attempt == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
+			if n == 0 && cn.kept() && attempt == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
 				// Nothing of the request was written on a reused
 				// connection: the server cannot have seen it, and a new
 				// connection carries it, once.
 				continue
 			}
-			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, n > 0, false, cn.answered)
+			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, n > 0, false, cn.kept())
 			return nil
 		}
 		err := cn.readHead(resp, h.method, start, out)
 		if err != nil {
 			v.drop(cn)
-			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, cn.rd.Read > read, cn.answered)
+			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, cn.rd.Read > read, cn.kept())
 			return nil
 		}
 		v.served++
@@ -522,7 +533,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		}
 		if err != nil {
 			v.drop(cn)
-			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, true, cn.answered)
+			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, true, cn.kept())
 			return nil
 		}
 		cn.answered = true

@@ -378,6 +378,56 @@ func TestConnectOpensTheVUsConnections(t *testing.T) {
 	}
 }
 
+// TestConnectedAheadThenClosed: a server with a read timeout closes a
+// connection that Connect opened and no call used yet, as net/http's
+// ReadTimeout and nginx's client_header_timeout do. The first call sees
+// the close before it writes and goes on a new connection: it succeeds,
+// plain and over TLS.
+func TestConnectedAheadThenClosed(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls %v", tls), func(t *testing.T) {
+			srv := newTimeoutServer(t, tls, 100*time.Millisecond)
+			c := open(t, New(), srv.URL, map[string]cty.Value{"insecure_skip_verify": cty.True})
+			if err := c.(protocols.Connector).Connect(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // the server has closed it
+			for i := range 3 {
+				if res := do(t, c, 1, path("/"), true); res.request.Error != "" || res.body != "ok" {
+					t.Fatalf("call %d: %+v", i, res.request)
+				}
+			}
+			if n, r := srv.conns.Load(), srv.requests.Load(); n != 2 || r != 3 {
+				t.Errorf("the server accepted %d connections and %d requests, want 2 and 3", n, r)
+			}
+		})
+	}
+}
+
+// newTimeoutServer is a counting server that closes a connection when
+// no request came on it within readTimeout.
+func newTimeoutServer(t *testing.T, tls bool, readTimeout time.Duration) *countingServer {
+	s := &countingServer{addrs: map[string]int{}}
+	s.Server = httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		s.requests.Add(1)
+		io.WriteString(w, "ok")
+	}))
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Config.ReadTimeout = readTimeout
+	s.Config.ConnState = func(_ net.Conn, st nethttp.ConnState) {
+		if st == nethttp.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	if tls {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
 // TestCompressedBodies checks that checks and captures read a gzip or
 // deflate body decoded, while the bytes received stay the wire's.
 func TestCompressedBodies(t *testing.T) {

@@ -36,7 +36,8 @@ func rawOf(c net.Conn) syscall.RawConn {
 // finish at once (a full send buffer) is finished by the conn's Write, and
 // the response is then read as usual.
 //
-// On a connection that answered before, send first reads without waiting,
+// On a connection that waited (kept: it answered before, or Connect
+// opened it ahead), send first reads without waiting,
 // in the same RawConn.Read, before it writes: the server may have closed
 // the connection right after its last response (an end of stream, with no
 // Connection: close), and that end must be seen now. The poller's
@@ -55,7 +56,7 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 	c := cn.tcp
 	c.wire.sent.Add(int64(len(wire)))
 	x := &cn.x
-	*x = exchange{wire: wire, buf: cn.rd.Space(), check: cn.answered}
+	*x = exchange{wire: wire, buf: cn.rd.Space(), check: cn.kept()}
 	if cn.step == nil {
 		// Made once per connection: a closure made per call would
 		// be allocated per call, as RawConn.Read keeps it.

@@ -179,7 +179,7 @@ func deliveryMatchesServer(t *testing.T, path protocoltest.Path, p protocols.Pro
 		t.Errorf("subscriptions: %d, errors %v, connects %d; want 200 without error", subscribe.Count, subscribe.ErrorsByKind, m[sse.MetricConnect].Count)
 	}
 	if sent.Count < 4500 || sent.Errors != 0 || sent.Status["200"] != sent.Count {
-		t.Errorf("sends: %d, errors %d, statuses %v; want about 5000, all 200", sent.Count, sent.Errors, sent.Status)
+		t.Errorf("sends: %d, errors %d %v, statuses %v; want about 5000, all 200", sent.Count, sent.Errors, sent.ErrorsByKind, sent.Status)
 	}
 	if st.Delivered == 0 {
 		t.Fatalf("server stats %+v", st)
