@@ -35,6 +35,12 @@ type countingServer struct {
 }
 
 func newCountingServer(t *testing.T, tls bool, h2 bool, handler nethttp.HandlerFunc) *countingServer {
+	return startCountingServer(t, tls, h2, 0, handler)
+}
+
+// startCountingServer starts a counting server; readTimeout, when not
+// zero, is its net/http ReadTimeout.
+func startCountingServer(t *testing.T, tls, h2 bool, readTimeout time.Duration, handler nethttp.HandlerFunc) *countingServer {
 	s := &countingServer{addrs: map[string]int{}}
 	s.Server = httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.requests.Add(1)
@@ -44,6 +50,7 @@ func newCountingServer(t *testing.T, tls bool, h2 bool, handler nethttp.HandlerF
 		handler(w, r)
 	}))
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.Config.ReadTimeout = readTimeout
 	s.Config.ConnState = func(_ net.Conn, st nethttp.ConnState) {
 		if st == nethttp.StateNew {
 			s.conns.Add(1)
@@ -412,25 +419,7 @@ func TestConnectedAheadThenClosed(t *testing.T) {
 // newTimeoutServer is a counting server that closes a connection when
 // no request came on it within readTimeout.
 func newTimeoutServer(t *testing.T, tls bool, readTimeout time.Duration) *countingServer {
-	s := &countingServer{addrs: map[string]int{}}
-	s.Server = httptest.NewUnstartedServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		s.requests.Add(1)
-		io.WriteString(w, "ok")
-	}))
-	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	s.Config.ReadTimeout = readTimeout
-	s.Config.ConnState = func(_ net.Conn, st nethttp.ConnState) {
-		if st == nethttp.StateNew {
-			s.conns.Add(1)
-		}
-	}
-	if tls {
-		s.StartTLS()
-	} else {
-		s.Start()
-	}
-	t.Cleanup(s.Close)
-	return s
+	return startCountingServer(t, tls, false, readTimeout, func(w nethttp.ResponseWriter, r *nethttp.Request) { io.WriteString(w, "ok") })
 }
 
 // TestCompressedBodies checks that checks and captures read a gzip or
