@@ -335,6 +335,13 @@ func FitDefaults(test *config.Test, seg Segment, m Machine) hcl.Diagnostics {
 		}
 	}
 	scale(lo)
+	if len(CheckLimits(test, seg, m)) != 0 {
+		// Not even the pre-allocated VUs fit: the defaults stand, and
+		// CheckLimits says why, with no warning of a lowering that did
+		// not help.
+		scale(1)
+		return nil
+	}
 	var diags hcl.Diagnostics
 	for i, s := range test.Scenarios {
 		n, ok := defaults[i]

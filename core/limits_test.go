@@ -334,4 +334,15 @@ scenario "s" {
 	if diags := FitDefaults(test, Segment{}, Machine{}); len(diags) != 0 || test.Scenarios[0].Executor.(config.ConstantArrivalRate).MaxVUs != 20000 {
 		t.Errorf("a default that fits was changed: %v", diags)
 	}
+
+	// 100 open files do not hold even the 200 pre-allocated VUs: no
+	// warning of a lowering, the default stands for CheckLimits to refuse.
+	test = open("")
+	few := Machine{Limits: []Limit{{Kind: LimitFiles, Name: "the open-file limit", Max: 100}}}
+	if diags := FitDefaults(test, Segment{}, few); len(diags) != 0 || test.Scenarios[0].Executor.(config.ConstantArrivalRate).MaxVUs != 20000 {
+		t.Errorf("a pool that cannot fit was lowered: %v", diags)
+	}
+	if d := CheckLimits(test, Segment{}, few); len(d) != 1 {
+		t.Errorf("a pool that cannot fit: %v, want one error", d)
+	}
 }
