@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/internal/openfloor"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 	"github.com/hload/hload/protocols/protocoltest"
@@ -414,43 +414,6 @@ func serveHello() {
 	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(helloBody) }))
 }
 
-// rawConn is a keep-alive connection that sends a fixed GET and reads
-// the answer with nothing between the socket and the caller: the least
-// any Go client pays per request.
-type rawConn struct {
-	c   net.Conn
-	buf []byte
-}
-
-var rawGet = []byte("GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
-
-func dialRaw(b *testing.B, addr string) *rawConn {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return &rawConn{c: c, buf: make([]byte, 4096)}
-}
-
-// get sends the GET and reads its answer: headers and helloBody.
-func (r *rawConn) get() error {
-	if _, err := r.c.Write(rawGet); err != nil {
-		return err
-	}
-	n := 0
-	for {
-		m, err := r.c.Read(r.buf[n:])
-		if err != nil {
-			return err
-		}
-		n += m
-		if i := bytes.Index(r.buf[:n], []byte("\r\n\r\n")); i >= 0 && n-i-4 >= len(helloBody) {
-			return nil
-		}
-	}
-}
-
 // BenchmarkOpenFloor measures what the open model costs any Go client on
 // this machine, hload or not: raw keep-alive connections to a hello
 // server on the other core, with nothing between the socket and the
@@ -464,105 +427,43 @@ func BenchmarkOpenFloor(b *testing.B) {
 	for _, rate := range []int{2000, 10000} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
 			addr := protocoltest.StartChild(b, helloServerEnv)
-			var closedConns, openConns []*rawConn
+			var closedConns, openConns []*openfloor.Conn
 			for range 50 {
-				closedConns = append(closedConns, dialRaw(b, addr))
+				closedConns = append(closedConns, dialFloor(b, addr))
 			}
 			for range rate / 10 {
-				openConns = append(openConns, dialRaw(b, addr))
+				openConns = append(openConns, dialFloor(b, addr))
 			}
 			for b.Loop() {
 				cpu := cpuTime(b)
-				n := rawClosed(b, closedConns, time.Second)
+				n, err := openfloor.Closed(closedConns, time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
 				closed := perRequest(cpuTime(b)-cpu, n)
 				cpu = cpuTime(b)
-				late, dropped := rawOpen(b, openConns, rate, 2*time.Second)
-				open := perRequest(cpuTime(b)-cpu, int64(len(late)))
-				slices.Sort(late)
+				res := openfloor.Open(openConns, rate, 2*time.Second)
+				if res.Err != nil {
+					b.Fatal(res.Err)
+				}
+				open := perRequest(cpuTime(b)-cpu, int64(len(res.Late)))
+				late, dropped := openfloor.P99(res.Late), res.Dropped
 				b.ReportMetric(closed, "closed-cpu-us/request")
 				b.ReportMetric(open, "open-cpu-us/request")
 				b.ReportMetric(open/closed, "open/closed")
-				b.ReportMetric(float64(late[len(late)*99/100])/float64(time.Millisecond), "lateness-p99-ms")
+				b.ReportMetric(float64(late)/float64(time.Millisecond), "lateness-p99-ms")
 				b.ReportMetric(float64(dropped), "dropped")
 			}
 		})
 	}
 }
 
-// rawClosed loops a GET on every connection for d, and returns how many
-// were answered.
-func rawClosed(b *testing.B, conns []*rawConn, d time.Duration) int64 {
-	end := time.Now().Add(d)
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Go(func() {
-			n := int64(0)
-			for time.Now().Before(end) {
-				if err := c.get(); err != nil {
-					b.Error(err)
-					return
-				}
-				n++
-			}
-			total.Add(n)
-		})
+// dialFloor opens a floor connection to the hello server at addr.
+func dialFloor(b *testing.B, addr string) *openfloor.Conn {
+	c, err := openfloor.Dial(addr, "/")
+	if err != nil {
+		b.Fatal(err)
 	}
-	wg.Wait()
-	return total.Load()
-}
-
-// rawOpen sends rate GETs a second for d, each on the connection that
-// went idle last, and returns how late each started against its plan,
-// and how many found no idle connection.
-func rawOpen(b *testing.B, conns []*rawConn, rate int, d time.Duration) (late []time.Duration, dropped int) {
-	var (
-		mu   sync.Mutex
-		idle = slices.Clone(conns)
-		wg   sync.WaitGroup
-	)
-	jobs := make(map[*rawConn]chan time.Time, len(conns))
-	for _, c := range conns {
-		ch := make(chan time.Time, 1)
-		jobs[c] = ch
-		wg.Go(func() {
-			for planned := range ch {
-				started := time.Since(planned)
-				err := c.get()
-				mu.Lock()
-				late = append(late, started)
-				idle = append(idle, c)
-				mu.Unlock()
-				if err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	every := time.Second / time.Duration(rate)
-	timer := time.NewTimer(time.Hour)
-	start := time.Now()
-	for k := range int(d / every) {
-		planned := start.Add(time.Duration(k) * every)
-		if wait := time.Until(planned); wait > 0 {
-			timer.Reset(wait)
-			<-timer.C
-		}
-		mu.Lock()
-		var c *rawConn
-		if n := len(idle); n > 0 {
-			c, idle = idle[n-1], idle[:n-1]
-		} else {
-			dropped++
-		}
-		mu.Unlock()
-		if c != nil {
-			jobs[c] <- planned
-		}
-	}
-	for _, ch := range jobs {
-		close(ch)
-	}
-	wg.Wait()
-	return late, dropped
+	b.Cleanup(func() { c.Close() })
+	return c
 }
