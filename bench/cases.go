@@ -387,6 +387,7 @@ func cases() []*benchCase {
 			hloadOpen("hload-"+name+"-pool", "open-pool.hcl",
 				fmt.Sprintf("constant-arrival-rate, pre_allocated_vus = %d, max_vus = %d", poolPreAllocatedVUs, poolMaxVUs)),
 			vegetaOpen("vegeta-" + name),
+			floorOpen("floor-" + name),
 		}}
 		for _, t := range c.tools {
 			t.rate = rate
@@ -396,6 +397,7 @@ func cases() []*benchCase {
 	sweep := &benchCase{name: "open-sweep", about: "open model: the GET at each rate of -sweep-rates, up to the first a tool does not hold", tools: []*tool{
 		hloadOpen("hload-open-sweep", "open.hcl", "each rate of -sweep-rates for -duration, hload's default VU pool, up to the first rate it does not hold"),
 		vegetaOpen("vegeta-open-sweep"),
+		floorOpen("floor-open-sweep"),
 	}}
 	for _, t := range sweep.tools {
 		t.sweep = true

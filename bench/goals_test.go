@@ -261,10 +261,10 @@ func TestSelectTools(t *testing.T) {
 		// order of the cases.
 		{cases: "post", want: "hload,hload-post,wrk-post,hey-post,vegeta-post"},
 		{cases: "plugin", want: "hload-post-dynamic,hload-post-dynamic-isolated,hload-echo"},
-		{cases: "open-10000, idle-vus", want: "hload,hload-open-10000,hload-open-10000-pool,vegeta-open-10000,hload-idle-2000,hload-idle-10000"},
-		{cases: "open-20000", want: "hload,hload-open-20000,hload-open-20000-pool,vegeta-open-20000"},
+		{cases: "open-10000, idle-vus", want: "hload,hload-open-10000,hload-open-10000-pool,vegeta-open-10000,floor-open-10000,hload-idle-2000,hload-idle-10000"},
+		{cases: "open-20000", want: "hload,hload-open-20000,hload-open-20000-pool,vegeta-open-20000,floor-open-20000"},
 		// The sweep compares against nothing: it brings no other run.
-		{cases: "open-sweep", want: "hload-open-sweep,vegeta-open-sweep"},
+		{cases: "open-sweep", want: "hload-open-sweep,vegeta-open-sweep,floor-open-sweep"},
 		{cases: "post", tools: "hload-post", want: "hload-post"},
 		{tools: "vegeta-open-20000,hload", want: "hload,vegeta-open-20000"},
 		{cases: "posts", wantErr: `-cases: no case "posts"; the cases are get, post, post-dynamic, open-10000, open-20000, open-sweep, idle-vus, plugin`},
@@ -315,6 +315,13 @@ func openMed(rate int) result {
 	return r
 }
 
+// floorMed is the floor's median at rate, 25 µs of CPU per request.
+func floorMed(rate int) result {
+	r := openMed(rate)
+	r.Tool, r.CPUMicrosPerReq = fmt.Sprintf("floor-open-%d", rate), 25
+	return r
+}
+
 // The open model's goals at 10,000 and 20,000/s, at their edges: sent
 // within 0.5 % and dropped at most 0.1 % of the plan, start lateness p99
 // and connections strictly under their goal, CPU per request at most 1.7x
@@ -338,6 +345,8 @@ func TestOpenGoals(t *testing.T) {
 		{"connections at the goal are not under it", "connections the server accepted", func(r *result) { r.ServerConnections = 500 }, 500, false},
 		{"CPU at the edge", "hload CPU per request, open at 10000/s vs closed GET", func(r *result) { r.CPUMicrosPerReq = 34 }, 1.7, true},
 		{"CPU past it", "hload CPU per request, open at 10000/s vs closed GET", func(r *result) { r.CPUMicrosPerReq = 34.2 }, 1.71, false},
+		{"CPU at the floor's edge", "hload CPU per request vs the floor's, open at 10000/s", func(r *result) { r.CPUMicrosPerReq = 32.5 }, 1.3, true},
+		{"CPU past the floor's", "hload CPU per request vs the floor's, open at 10000/s", func(r *result) { r.CPUMicrosPerReq = 32.6 }, 1.304, false},
 	} {
 		open := openMed(10000)
 		tt.set(&open)
@@ -345,17 +354,17 @@ func TestOpenGoals(t *testing.T) {
 		if !strings.HasPrefix(what, "hload CPU") {
 			what = "hload at 10000/s: " + what
 		}
-		r := goal(t, ratios([]result{get, open}, true), what)
+		r := goal(t, ratios([]result{get, open, floorMed(10000)}, true), what)
 		if r.Missing != "" || math.Abs(r.Value-tt.value) > 1e-9 || r.Meets != tt.meets || !r.AtMost {
 			t.Errorf("%s: %+v, want value %g, meets %v", tt.name, r, tt.value, tt.meets)
 		}
 	}
 
-	// Both rates have all five goals, and the run with an explicit pool
+	// Both rates have all six goals, and the run with an explicit pool
 	// none: the goals are of the defaults.
 	pool := openMed(20000)
 	pool.Tool = "hload-open-20000-pool"
-	rs := ratios([]result{get, openMed(10000), openMed(20000), pool}, true)
+	rs := ratios([]result{get, openMed(10000), openMed(20000), pool, floorMed(10000), floorMed(20000)}, true)
 	for _, rate := range []int{10000, 20000} {
 		n := 0
 		for _, r := range rs {
@@ -366,8 +375,8 @@ func TestOpenGoals(t *testing.T) {
 				}
 			}
 		}
-		if n != 5 {
-			t.Errorf("open-%d has %d goals, want 5", rate, n)
+		if n != 6 {
+			t.Errorf("open-%d has %d goals, want 6", rate, n)
 		}
 	}
 

@@ -69,6 +69,11 @@ type options struct {
 	profileDir  string
 	requireAll  bool
 	serve       bool
+	// floor runs this binary as the floor client (bench/floor.go) at
+	// floorRate GETs a second of floorURL, for duration.
+	floor     bool
+	floorURL  string
+	floorRate int
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -88,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.profileDir, "profile", "", "write a CPU profile of each hload run to this folder, as TOOL-ROUND.PID (HLOAD_CPUPROFILE)")
 	fs.BoolVar(&o.requireAll, "require-all", false, "fail when a tool is missing instead of skipping it")
 	fs.BoolVar(&o.serve, "serve", false, "run as the target server (the harness starts itself this way)")
+	fs.BoolVar(&o.floor, "floor", false, "run as the floor client: -floor-rate GETs a second of -floor-url for -duration (the harness starts itself this way)")
+	fs.StringVar(&o.floorURL, "floor-url", "", "with -floor: the server's base URL")
+	fs.IntVar(&o.floorRate, "floor-rate", 0, "with -floor: GETs per second")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -198,6 +206,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if o.floor {
+		if err := runFloor(o.floorURL, o.floorRate, o.duration, stdout); err != nil {
+			fmt.Fprintf(stderr, "bench -floor: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := bench(ctx, o, stdout); err != nil {
@@ -247,7 +262,14 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	// Find every tool before any load is sent, then build hload once for
 	// both its modes.
 	programs := map[*tool]string{}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	for _, t := range o.tools {
+		if t.self {
+			programs[t] = self
+		}
 		if t.program == "" {
 			continue
 		}
@@ -265,7 +287,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		echo = echo || t.counted == "echo"
 	}
 	for _, t := range o.tools {
-		if t.program == "" {
+		if t.program == "" && !t.self {
 			if hload == "" {
 				if hload, err = buildHload(ctx, dir, echo); err != nil {
 					return err
@@ -331,7 +353,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	runTool := func(t *tool, name string, rate int) (result, error) {
 		r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: o.duration, connections: o.connections, rate: rate,
 			program: programs[t], files: filepath.Join(dir, name)}
-		if o.profileDir != "" && t.program == "" {
+		if o.profileDir != "" && t.program == "" && !t.self {
 			r.env = []string{"HLOAD_CPUPROFILE=" + filepath.Join(o.profileDir, name)}
 		}
 		return runOnce(ctx, pin, srv, t, r)

@@ -326,6 +326,9 @@ func (g goalSet) openGoals(rate int) []ratio {
 			return float64(r.ServerConnections), ""
 		}),
 		g.of(c, fmt.Sprintf("hload CPU per request, open at %d/s vs closed GET", rate), 1.7, true, tool, "hload", cpuPerRequest),
+		// What any Go client spends at this rate on this machine, in the
+		// same round: what is above it is hload's own.
+		g.of(c, fmt.Sprintf("hload CPU per request vs the floor's, open at %d/s", rate), 1.3, true, tool, "floor-"+c, cpuPerRequest),
 	}
 }
 

@@ -108,8 +108,8 @@ func sweepRound(rates []int, tools []*tool, round int, run func(t *tool, rate in
 					failed = append(failed, fmt.Sprintf("%s at %d/s in round %d: %s", t.name, rate, round, oneLine(err.Error())))
 				}
 			}
-			// hload is the tool the harness builds, and the one that
-			// reports its start lateness.
+			// hload (the tool the harness builds) and the floor report
+			// their start lateness; the peers do not.
 			ok, why := held(res, t.program == "")
 			runs[i].Steps = append(runs[i].Steps, sweepStep{Rate: rate, Held: ok, Why: why, Run: res})
 		}

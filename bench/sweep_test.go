@@ -88,8 +88,8 @@ func TestHighestHeld(t *testing.T) {
 	}
 }
 
-// sweepTools are the sweep's two tools as cases() builds them: hload
-// (built by the harness, so held to its lateness) and vegeta.
+// sweepTools are the sweep's tools as cases() builds them: hload and the
+// floor (both held to their lateness) and vegeta.
 func sweepTools(t *testing.T) []*tool {
 	t.Helper()
 	for _, c := range cases() {
@@ -123,18 +123,21 @@ func TestSweepRound(t *testing.T) {
 		return step(rate, 1, 0, 0.5), nil
 	}
 	runs, failed := sweepRound(rates, tools, 2, run)
-	want := "hload@5000 vegeta@5000 hload@10000 vegeta@10000 hload@15000 vegeta@15000 hload@20000 hload@25000 hload@30000"
+	want := "hload@5000 vegeta@5000 floor@5000 hload@10000 vegeta@10000 floor@10000 hload@15000 vegeta@15000 floor@15000 " +
+		"hload@20000 floor@20000 hload@25000 floor@25000 hload@30000 floor@30000"
 	if got := strings.Join(calls, " "); got != want {
 		t.Errorf("runs %s\nwant %s", got, want)
 	}
 	if len(failed) != 0 {
 		t.Errorf("failed %v: requests that failed at a rate are a rate not held", failed)
 	}
-	if len(runs) != 2 || runs[0].Highest != 25000 || runs[1].Highest != 10000 || runs[0].Round != 2 || runs[1].Steps[2].Run.Round != 2 {
+	if len(runs) != 3 || runs[2].Highest != 25000 || runs[0].Highest != 25000 || runs[1].Highest != 10000 || runs[0].Round != 2 || runs[1].Steps[2].Run.Round != 2 {
 		t.Fatalf("runs %+v", runs)
 	}
-	if last := runs[0].Steps[len(runs[0].Steps)-1]; last.Held || last.Why != "start lateness p99 2.50 ms" {
-		t.Errorf("hload's last step %+v", last)
+	for _, r := range []sweepRun{runs[0], runs[2]} {
+		if last := r.Steps[len(r.Steps)-1]; last.Held || last.Why != "start lateness p99 2.50 ms" {
+			t.Errorf("%s's last step %+v", r.Tool, last)
+		}
 	}
 	if last := runs[1].Steps[2]; last.Held || last.Why != "3 of 150000 requests failed" || last.Run.Error == "" {
 		t.Errorf("vegeta's last step %+v", last)

@@ -29,6 +29,8 @@ type toolRun struct {
 type tool struct {
 	name    string
 	program string // looked up on PATH; "" for hload, which the harness builds
+	// self is a tool this binary runs (the floor): no program to find.
+	self    bool
 	install string // how to get it when it is missing
 	args    func(r toolRun) []string
 	stdin   func(r toolRun) string // what the tool reads on stdin, if anything
