@@ -280,7 +280,7 @@ func startHint(err error, stderr []string, spec LaunchSpec) string {
 // versionHint explains a plugin whose wire versions this hload does not
 // speak: both versions, and what to do, which depends on which is newer.
 func versionHint(err error) string {
-	ours := fmt.Sprintf("this hload speaks protocol version %d (and %d, for plugins built before)", ProtocolVersion, OldestProtocolVersion)
+	ours := fmt.Sprintf("this hload speaks protocol versions %d to %d", OldestProtocolVersion, ProtocolVersion)
 	m := pluginVersion.FindStringSubmatch(err.Error())
 	if m == nil {
 		return "the plugin speaks another protocol version of hload's plugin protocol and " + ours + "; rebuild it against this hload's plugins/sdk"
