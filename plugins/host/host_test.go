@@ -385,9 +385,9 @@ func TestStartFailures(t *testing.T) {
 		{"wrong-cookie", []string{"magic cookie did not match", "This binary is a plugin"}},
 		// A plugin newer than hload, and one older than any version hload
 		// still speaks: both versions named, and what to do.
-		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol versions %d to %d;", OldestProtocolVersion, ProtocolVersion),
+		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d (and %d and %d, for plugins built before);", ProtocolVersion, ProtocolVersion-1, OldestProtocolVersion),
 			"newer than this hload", "run it with a newer hload"}},
-		{"v1", []string{"speaks protocol version 1 ", fmt.Sprintf("this hload speaks protocol versions %d to %d;", OldestProtocolVersion, ProtocolVersion),
+		{"v1", []string{"speaks protocol version 1 ", fmt.Sprintf("this hload speaks protocol version %d (and %d and %d, for plugins built before);", ProtocolVersion, ProtocolVersion-1, OldestProtocolVersion),
 			"older than this hload", "rebuild it against this hload's plugins/sdk"}},
 		{"hang", []string{"did not start within 1s", "fake: hanging at start"}},
 	}
