@@ -282,7 +282,8 @@ func (defaultsClient) Close() error { return nil }
 // TestTemplateDefaults: the schema's defaults reach a template's client
 // as they reach a whole request's: in the shape, for an attribute left
 // null, and per call, for an attribute that is a hole as a whole and
-// null in that call; a hole inside an attribute stays null.
+// null in that call; a hole inside an attribute stays null. A marked
+// value arrives unmarked.
 func TestTemplateDefaults(t *testing.T) {
 	p := &defaultsProtocol{}
 	h, err := newHarness(p, RemoteOptions{})
@@ -315,7 +316,8 @@ func TestTemplateDefaults(t *testing.T) {
 	calls := [][]cty.Value{
 		{cty.StringVal("/a")},
 		{cty.NullVal(cty.String), cty.NullVal(cty.DynamicPseudoType)},
-		{cty.StringVal("hi"), cty.NumberIntVal(3)},
+		// Marked, as a sensitive value is: the wire carries no marks.
+		{cty.StringVal("hi").Mark("sensitive"), cty.ObjectVal(map[string]cty.Value{"n": cty.NumberIntVal(3).Mark("sensitive")})},
 	}
 	for i, hv := range calls {
 		call := protocols.Call{VU: 1, Iteration: uint64(i), Prepared: tmpl, Holes: hv}
@@ -341,7 +343,7 @@ func TestTemplateDefaults(t *testing.T) {
 	want := [][]cty.Value{
 		{cty.StringVal("/a")},
 		{cty.StringVal("hello"), cty.NullVal(cty.DynamicPseudoType)},
-		{cty.StringVal("hi"), cty.NumberIntVal(3)},
+		{cty.StringVal("hi"), cty.ObjectVal(map[string]cty.Value{"n": cty.NumberIntVal(3)})},
 	}
 	if len(p.holes) != len(want) {
 		t.Fatalf("the client got %d calls, want %d", len(p.holes), len(want))
@@ -381,5 +383,73 @@ func TestTemplateRefused(t *testing.T) {
 	defer mu.Unlock()
 	if got := strings.Join(paths, " "); got != "/p0 /p1 /p2 /p3 /p4" {
 		t.Errorf("the protocol got paths %q", got)
+	}
+}
+
+// TestTemplateConcurrentVUs: many VUs share a template and the stream's
+// type table while a hole changes type from call to call; each call's
+// holes reach the protocol as sent. Run with -race, it also checks the
+// host's shared state.
+func TestTemplateConcurrentVUs(t *testing.T) {
+	p := &defaultsProtocol{}
+	h, err := newHarness(p, RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	c, err := h.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	shape := cty.ObjectVal(map[string]cty.Value{
+		"path": cty.DynamicVal, "json": cty.ObjectVal(map[string]cty.Value{"a": cty.DynamicVal}),
+	})
+	tmpl, err := c.(protocols.Templater).Template(shape, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// json.a's value for a call: a number, a string or a tuple.
+	a := func(vu, it int) cty.Value {
+		switch it % 3 {
+		case 0:
+			return cty.NumberIntVal(int64(vu*1000 + it))
+		case 1:
+			return cty.StringVal(fmt.Sprintf("s-%d-%d", vu, it))
+		}
+		return cty.TupleVal([]cty.Value{cty.NumberIntVal(int64(vu)), cty.StringVal("x")})
+	}
+	const vus, calls = 20, 50
+	var wg sync.WaitGroup
+	for vu := 1; vu <= vus; vu++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range calls {
+				hv := []cty.Value{cty.StringVal(fmt.Sprintf("/%d/%d", vu, it)), a(vu, it)}
+				got := collect(context.Background(), c, protocols.Call{VU: uint64(vu), Iteration: uint64(it), Prepared: tmpl, Holes: hv})
+				if len(got) != 1 || got[0].Error != protocols.ErrNone {
+					t.Errorf("VU %d call %d: samples %+v", vu, it, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := make(map[string]bool)
+	for _, hv := range p.holes {
+		var vu, it int
+		if _, err := fmt.Sscanf(hv[0].AsString(), "/%d/%d", &vu, &it); err != nil {
+			t.Fatalf("path hole %#v: %v", hv[0], err)
+		}
+		if !hv[1].RawEquals(a(vu, it)) {
+			t.Errorf("VU %d call %d: json.a %#v, want %#v", vu, it, hv[1], a(vu, it))
+		}
+		seen[hv[0].AsString()] = true
+	}
+	if len(p.holes) != vus*calls || len(seen) != vus*calls {
+		t.Errorf("the protocol got %d calls, %d distinct; want %d", len(p.holes), len(seen), vus*calls)
 	}
 }
