@@ -385,9 +385,9 @@ func TestStartFailures(t *testing.T) {
 		{"wrong-cookie", []string{"magic cookie did not match", "This binary is a plugin"}},
 		// A plugin newer than hload, and one older than any version hload
 		// still speaks: both versions named, and what to do.
-		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d (and %d", ProtocolVersion, OldestProtocolVersion),
+		{"wrong-version", []string{"speaks protocol version 99", fmt.Sprintf("this hload speaks protocol version %d (and %d and %d, for plugins built before);", ProtocolVersion, ProtocolVersion-1, OldestProtocolVersion),
 			"newer than this hload", "run it with a newer hload"}},
-		{"v1", []string{"speaks protocol version 1 ", fmt.Sprintf("this hload speaks protocol version %d (and %d", ProtocolVersion, OldestProtocolVersion),
+		{"v1", []string{"speaks protocol version 1 ", fmt.Sprintf("this hload speaks protocol version %d (and %d and %d, for plugins built before);", ProtocolVersion, ProtocolVersion-1, OldestProtocolVersion),
 			"older than this hload", "rebuild it against this hload's plugins/sdk"}},
 		{"hang", []string{"did not start within 1s", "fake: hanging at start"}},
 	}
@@ -718,5 +718,86 @@ func TestSteadyVersions(t *testing.T) {
 	other := errors.New("plugin exited before we could connect")
 	if steadyVersions(other) != other {
 		t.Error("an error without versions changed")
+	}
+}
+
+// TestPluginTemplates: through a plugin process, a request evaluated per
+// call goes as a template with its holes' values when both ends speak
+// wire version 4 (the fake client answers 206 to such a call, with the
+// hole's message), and whole to a plugin of version 3, which is never
+// asked for a template: the host says why. From many VUs at once, the
+// server counts every message as many times as hload does.
+func TestPluginTemplates(t *testing.T) {
+	for _, tc := range []struct {
+		mode    string
+		version int
+		status  int // of the dynamic calls
+	}{
+		{"serve", ProtocolVersion, 206},
+		{"v3", 3, 200},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			srv := newCountingServer(t)
+			p, err := Launch(context.Background(), LaunchSpec{Name: "fake", Path: fakeBin, Args: []string{tc.mode}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Kill()
+			if v := p.ProtocolVersion(); v != tc.version {
+				t.Fatalf("agreed on wire version %d, want %d", v, tc.version)
+			}
+			c, err := p.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal(srv.URL)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			shape := cty.ObjectVal(map[string]cty.Value{"message": cty.DynamicVal})
+			tmpl, err := c.(protocols.Templater).Template(shape, 1)
+			if tc.version >= 4 && err != nil {
+				t.Fatalf("Template: %v", err)
+			}
+			if tc.version < 4 && (err == nil || !strings.Contains(err.Error(), "wire version before 4")) {
+				t.Fatalf("Template = %v, %v; want an error naming the wire version", tmpl, err)
+			}
+			const vus, calls = 10, 40
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var mu sync.Mutex
+			got := make(map[string][]int)
+			var wg sync.WaitGroup
+			for vu := 1; vu <= vus; vu++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for it := range calls {
+						msg := fmt.Sprintf("t-%d-%d", vu, it)
+						call := protocols.Call{VU: uint64(vu), Iteration: uint64(it), KeepBody: true}
+						if tmpl != nil {
+							call.Prepared, call.Holes = tmpl, []cty.Value{cty.StringVal(msg)}
+						} else {
+							call.Request = message(msg) // as the core sends it when Template failed
+						}
+						c.Do(ctx, call, func(s protocols.Sample) {
+							mu.Lock()
+							got[string(s.Body)] = append(got[string(s.Body)], s.Status)
+							mu.Unlock()
+						})
+					}
+				}()
+			}
+			wg.Wait()
+			counts, total := srv.snapshot()
+			if total != vus*calls {
+				t.Errorf("the server counted %d requests for %d calls", total, vus*calls)
+			}
+			for vu := 1; vu <= vus; vu++ {
+				for it := range calls {
+					msg := fmt.Sprintf("t-%d-%d", vu, it)
+					if s := got[msg]; len(s) != 1 || s[0] != tc.status || counts["/"+msg] != 1 {
+						t.Fatalf("message %q: statuses %v, the server counted %d; want one %d", msg, s, counts["/"+msg], tc.status)
+					}
+				}
+			}
+		})
 	}
 }

@@ -280,7 +280,7 @@ func startHint(err error, stderr []string, spec LaunchSpec) string {
 // versionHint explains a plugin whose wire versions this hload does not
 // speak: both versions, and what to do, which depends on which is newer.
 func versionHint(err error) string {
-	ours := fmt.Sprintf("this hload speaks protocol version %d (and %d, for plugins built before)", ProtocolVersion, OldestProtocolVersion)
+	ours := fmt.Sprintf("this hload speaks protocol version %d (and %s, for plugins built before)", ProtocolVersion, olderVersions())
 	m := pluginVersion.FindStringSubmatch(err.Error())
 	if m == nil {
 		return "the plugin speaks another protocol version of hload's plugin protocol and " + ours + "; rebuild it against this hload's plugins/sdk"
@@ -290,6 +290,19 @@ func versionHint(err error) string {
 		return fmt.Sprintf("the plugin speaks protocol version %d of hload's plugin protocol, newer than this hload: %s; run it with a newer hload, or rebuild it against this hload's plugins/sdk", theirs, ours)
 	}
 	return fmt.Sprintf("the plugin speaks protocol version %d of hload's plugin protocol, older than this hload: %s; rebuild it against this hload's plugins/sdk", theirs, ours)
+}
+
+// olderVersions lists the versions hload speaks besides ProtocolVersion,
+// newest first: "3 and 2".
+func olderVersions() string {
+	var vs []string
+	for v := ProtocolVersion - 1; v >= OldestProtocolVersion; v-- {
+		vs = append(vs, strconv.Itoa(v))
+	}
+	if len(vs) < 2 {
+		return strings.Join(vs, "")
+	}
+	return strings.Join(vs[:len(vs)-1], ", ") + " and " + vs[len(vs)-1]
 }
 
 // checkExecutable gives a clear error for a missing or non-executable

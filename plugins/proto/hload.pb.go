@@ -468,8 +468,23 @@ type CallBatch struct {
 	BodyContainsSet  []uint32 `protobuf:"varint,22,rep,packed,name=body_contains_set,json=bodyContainsSet,proto3" json:"body_contains_set,omitempty"`
 	BodyContainsSize []uint32 `protobuf:"varint,23,rep,packed,name=body_contains_size,json=bodyContainsSize,proto3" json:"body_contains_size,omitempty"`
 	BodyContains     []string `protobuf:"bytes,24,rep,name=body_contains,json=bodyContains,proto3" json:"body_contains,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Protocol version 4. A call may instead carry a handle the plugin's
+	// Template returned, and its holes' values: template holds each call's
+	// handle, 0 for none, and is empty when no call of the batch has one.
+	// request is 0 and not read for those calls. hole_count has an entry
+	// for each call with a template, in order: the number of its holes,
+	// which are the next entries of hole_type and hole_size. A hole's value
+	// is the next hole_size bytes of hole_data, cty msgpack of its type:
+	// hole_type n is the n-th type of the stream's table (types), and 0
+	// is cty's dynamic encoding, the type written with the value. One
+	// blob for every hole of the batch, rather than a bytes entry each.
+	Template      []uint32 `protobuf:"varint,25,rep,packed,name=template,proto3" json:"template,omitempty"`
+	HoleCount     []uint32 `protobuf:"varint,26,rep,packed,name=hole_count,json=holeCount,proto3" json:"hole_count,omitempty"`
+	HoleType      []uint32 `protobuf:"varint,27,rep,packed,name=hole_type,json=holeType,proto3" json:"hole_type,omitempty"`
+	HoleSize      []uint32 `protobuf:"varint,28,rep,packed,name=hole_size,json=holeSize,proto3" json:"hole_size,omitempty"`
+	HoleData      []byte   `protobuf:"bytes,29,opt,name=hole_data,json=holeData,proto3" json:"hole_data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallBatch) Reset() {
@@ -659,6 +674,41 @@ func (x *CallBatch) GetBodyContainsSize() []uint32 {
 func (x *CallBatch) GetBodyContains() []string {
 	if x != nil {
 		return x.BodyContains
+	}
+	return nil
+}
+
+func (x *CallBatch) GetTemplate() []uint32 {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *CallBatch) GetHoleCount() []uint32 {
+	if x != nil {
+		return x.HoleCount
+	}
+	return nil
+}
+
+func (x *CallBatch) GetHoleType() []uint32 {
+	if x != nil {
+		return x.HoleType
+	}
+	return nil
+}
+
+func (x *CallBatch) GetHoleSize() []uint32 {
+	if x != nil {
+		return x.HoleSize
+	}
+	return nil
+}
+
+func (x *CallBatch) GetHoleData() []byte {
+	if x != nil {
+		return x.HoleData
 	}
 	return nil
 }
@@ -1331,6 +1381,123 @@ func (x *PrepareResponse) GetHandle() uint32 {
 	return 0
 }
 
+type TemplateRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ClientId uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The request's shape: its value with each part evaluated per call
+	// unknown, a hole. It goes as cty msgpack of its own type, shape_type
+	// (go-cty's JSON type encoding), since a hole has any type.
+	ShapeType     []byte `protobuf:"bytes,2,opt,name=shape_type,json=shapeType,proto3" json:"shape_type,omitempty"`
+	ShapeMsgpack  []byte `protobuf:"bytes,3,opt,name=shape_msgpack,json=shapeMsgpack,proto3" json:"shape_msgpack,omitempty"`
+	Holes         uint32 `protobuf:"varint,4,opt,name=holes,proto3" json:"holes,omitempty"` // how many holes the shape has
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TemplateRequest) Reset() {
+	*x = TemplateRequest{}
+	mi := &file_hload_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TemplateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TemplateRequest) ProtoMessage() {}
+
+func (x *TemplateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TemplateRequest.ProtoReflect.Descriptor instead.
+func (*TemplateRequest) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TemplateRequest) GetClientId() uint64 {
+	if x != nil {
+		return x.ClientId
+	}
+	return 0
+}
+
+func (x *TemplateRequest) GetShapeType() []byte {
+	if x != nil {
+		return x.ShapeType
+	}
+	return nil
+}
+
+func (x *TemplateRequest) GetShapeMsgpack() []byte {
+	if x != nil {
+		return x.ShapeMsgpack
+	}
+	return nil
+}
+
+func (x *TemplateRequest) GetHoles() uint32 {
+	if x != nil {
+		return x.Holes
+	}
+	return 0
+}
+
+type TemplateResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The template's handle on the client, never 0. The plugin keeps what
+	// its protocol's client made of the shape until the client closes.
+	Handle        uint32 `protobuf:"varint,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TemplateResponse) Reset() {
+	*x = TemplateResponse{}
+	mi := &file_hload_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TemplateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TemplateResponse) ProtoMessage() {}
+
+func (x *TemplateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TemplateResponse.ProtoReflect.Descriptor instead.
+func (*TemplateResponse) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TemplateResponse) GetHandle() uint32 {
+	if x != nil {
+		return x.Handle
+	}
+	return 0
+}
+
 type CloseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1340,7 +1507,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[14]
+	mi := &file_hload_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1519,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[14]
+	mi := &file_hload_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1532,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{14}
+	return file_hload_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -1384,7 +1551,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[15]
+	mi := &file_hload_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1563,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[15]
+	mi := &file_hload_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1576,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{15}
+	return file_hload_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -1446,7 +1613,7 @@ const file_hload_proto_rawDesc = "" +
 	"\x0etarget_msgpack\x18\x01 \x01(\fR\rtargetMsgpack\"P\n" +
 	"\fOpenResponse\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12#\n" +
-	"\rsearches_body\x18\x02 \x01(\bR\fsearchesBody\"\xdf\x05\n" +
+	"\rsearches_body\x18\x02 \x01(\bR\fsearchesBody\"\xf1\x06\n" +
 	"\tCallBatch\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x16\n" +
 	"\x06cancel\x18\x03 \x03(\x04R\x06cancel\x12\x17\n" +
@@ -1473,7 +1640,13 @@ const file_hload_proto_rawDesc = "" +
 	"\bmax_body\x18\x15 \x03(\x03R\amaxBody\x12*\n" +
 	"\x11body_contains_set\x18\x16 \x03(\rR\x0fbodyContainsSet\x12,\n" +
 	"\x12body_contains_size\x18\x17 \x03(\rR\x10bodyContainsSize\x12#\n" +
-	"\rbody_contains\x18\x18 \x03(\tR\fbodyContainsJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
+	"\rbody_contains\x18\x18 \x03(\tR\fbodyContains\x12\x1a\n" +
+	"\btemplate\x18\x19 \x03(\rR\btemplate\x12\x1d\n" +
+	"\n" +
+	"hole_count\x18\x1a \x03(\rR\tholeCount\x12\x1b\n" +
+	"\thole_type\x18\x1b \x03(\rR\bholeType\x12\x1b\n" +
+	"\thole_size\x18\x1c \x03(\rR\bholeSize\x12\x1b\n" +
+	"\thole_data\x18\x1d \x01(\fR\bholeDataJ\x04\b\x02\x10\x03\"\xa2\x01\n" +
 	"\vLedgerSteps\x12\x12\n" +
 	"\x04keys\x18\x01 \x03(\tR\x04keys\x12\x10\n" +
 	"\x03key\x18\x02 \x03(\rR\x03key\x12\x16\n" +
@@ -1532,18 +1705,27 @@ const file_hload_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12'\n" +
 	"\x0frequest_msgpack\x18\x02 \x01(\fR\x0erequestMsgpack\")\n" +
 	"\x0fPrepareResponse\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\rR\x06handle\"\x88\x01\n" +
+	"\x0fTemplateRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x1d\n" +
+	"\n" +
+	"shape_type\x18\x02 \x01(\fR\tshapeType\x12#\n" +
+	"\rshape_msgpack\x18\x03 \x01(\fR\fshapeMsgpack\x12\x14\n" +
+	"\x05holes\x18\x04 \x01(\rR\x05holes\"*\n" +
+	"\x10TemplateResponse\x12\x16\n" +
 	"\x06handle\x18\x01 \x01(\rR\x06handle\"+\n" +
 	"\fCloseRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"%\n" +
 	"\rCloseResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error2\xd2\x03\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error2\xa3\x04\n" +
 	"\bProtocol\x12O\n" +
 	"\bDescribe\x12 .hload.plugin.v1.DescribeRequest\x1a!.hload.plugin.v1.DescribeResponse\x12C\n" +
 	"\x04Open\x12\x1c.hload.plugin.v1.OpenRequest\x1a\x1d.hload.plugin.v1.OpenResponse\x12C\n" +
 	"\x03Run\x12\x1a.hload.plugin.v1.CallBatch\x1a\x1c.hload.plugin.v1.SampleBatch(\x010\x01\x12L\n" +
 	"\vCloseClient\x12\x1d.hload.plugin.v1.CloseRequest\x1a\x1e.hload.plugin.v1.CloseResponse\x12O\n" +
 	"\bValidate\x12 .hload.plugin.v1.ValidateRequest\x1a!.hload.plugin.v1.ValidateResponse\x12L\n" +
-	"\aPrepare\x12\x1f.hload.plugin.v1.PrepareRequest\x1a .hload.plugin.v1.PrepareResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
+	"\aPrepare\x12\x1f.hload.plugin.v1.PrepareRequest\x1a .hload.plugin.v1.PrepareResponse\x12O\n" +
+	"\bTemplate\x12 .hload.plugin.v1.TemplateRequest\x1a!.hload.plugin.v1.TemplateResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
 
 var (
 	file_hload_proto_rawDescOnce sync.Once
@@ -1558,7 +1740,7 @@ func file_hload_proto_rawDescGZIP() []byte {
 }
 
 var file_hload_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_hload_proto_goTypes = []any{
 	(ValidateRequest_Kind)(0), // 0: hload.plugin.v1.ValidateRequest.Kind
 	(*DescribeRequest)(nil),   // 1: hload.plugin.v1.DescribeRequest
@@ -1575,8 +1757,10 @@ var file_hload_proto_goTypes = []any{
 	(*ValidateResponse)(nil),  // 12: hload.plugin.v1.ValidateResponse
 	(*PrepareRequest)(nil),    // 13: hload.plugin.v1.PrepareRequest
 	(*PrepareResponse)(nil),   // 14: hload.plugin.v1.PrepareResponse
-	(*CloseRequest)(nil),      // 15: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),     // 16: hload.plugin.v1.CloseResponse
+	(*TemplateRequest)(nil),   // 15: hload.plugin.v1.TemplateRequest
+	(*TemplateResponse)(nil),  // 16: hload.plugin.v1.TemplateResponse
+	(*CloseRequest)(nil),      // 17: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),     // 18: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
 	2,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
@@ -1588,17 +1772,19 @@ var file_hload_proto_depIdxs = []int32{
 	1,  // 6: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
 	4,  // 7: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
 	6,  // 8: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	15, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	17, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
 	11, // 10: hload.plugin.v1.Protocol.Validate:input_type -> hload.plugin.v1.ValidateRequest
 	13, // 11: hload.plugin.v1.Protocol.Prepare:input_type -> hload.plugin.v1.PrepareRequest
-	3,  // 12: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	5,  // 13: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	8,  // 14: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	16, // 15: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	12, // 16: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
-	14, // 17: hload.plugin.v1.Protocol.Prepare:output_type -> hload.plugin.v1.PrepareResponse
-	12, // [12:18] is the sub-list for method output_type
-	6,  // [6:12] is the sub-list for method input_type
+	15, // 12: hload.plugin.v1.Protocol.Template:input_type -> hload.plugin.v1.TemplateRequest
+	3,  // 13: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	5,  // 14: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	8,  // 15: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	18, // 16: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	12, // 17: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
+	14, // 18: hload.plugin.v1.Protocol.Prepare:output_type -> hload.plugin.v1.PrepareResponse
+	16, // 19: hload.plugin.v1.Protocol.Template:output_type -> hload.plugin.v1.TemplateResponse
+	13, // [13:20] is the sub-list for method output_type
+	6,  // [6:13] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1615,7 +1801,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	Protocol_CloseClient_FullMethodName = "/hload.plugin.v1.Protocol/CloseClient"
 	Protocol_Validate_FullMethodName    = "/hload.plugin.v1.Protocol/Validate"
 	Protocol_Prepare_FullMethodName     = "/hload.plugin.v1.Protocol/Prepare"
+	Protocol_Template_FullMethodName    = "/hload.plugin.v1.Protocol/Template"
 )
 
 // ProtocolClient is the client API for Protocol service.
@@ -56,6 +57,14 @@ type ProtocolClient interface {
 	// only the handle it returns (CallBatch.prepared). Protocol version 3:
 	// a plugin that speaks version 2 is never asked.
 	Prepare(ctx context.Context, in *PrepareRequest, opts ...grpc.CallOption) (*PrepareResponse, error)
+	// Template hands the plugin, once, the shape of a request that is
+	// evaluated per call (protocols.Templater), for an opened client whose
+	// protocol client takes templates; its calls then carry the handle it
+	// returns and only their holes' values (CallBatch.template). Protocol
+	// version 4: a plugin that speaks an older one is never asked, and one
+	// whose client takes no templates answers FailedPrecondition, so the
+	// calls carry their whole requests as before.
+	Template(ctx context.Context, in *TemplateRequest, opts ...grpc.CallOption) (*TemplateResponse, error)
 }
 
 type protocolClient struct {
@@ -142,6 +151,15 @@ func (c *protocolClient) Prepare(ctx context.Context, in *PrepareRequest, opts .
 	return out, nil
 }
 
+func (c *protocolClient) Template(ctx context.Context, in *TemplateRequest, opts ...grpc.CallOption) (*TemplateResponse, error) {
+	out := new(TemplateResponse)
+	err := c.cc.Invoke(ctx, Protocol_Template_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProtocolServer is the server API for Protocol service.
 // All implementations must embed UnimplementedProtocolServer
 // for forward compatibility
@@ -166,6 +184,14 @@ type ProtocolServer interface {
 	// only the handle it returns (CallBatch.prepared). Protocol version 3:
 	// a plugin that speaks version 2 is never asked.
 	Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error)
+	// Template hands the plugin, once, the shape of a request that is
+	// evaluated per call (protocols.Templater), for an opened client whose
+	// protocol client takes templates; its calls then carry the handle it
+	// returns and only their holes' values (CallBatch.template). Protocol
+	// version 4: a plugin that speaks an older one is never asked, and one
+	// whose client takes no templates answers FailedPrecondition, so the
+	// calls carry their whole requests as before.
+	Template(context.Context, *TemplateRequest) (*TemplateResponse, error)
 	mustEmbedUnimplementedProtocolServer()
 }
 
@@ -190,6 +216,9 @@ func (UnimplementedProtocolServer) Validate(context.Context, *ValidateRequest) (
 }
 func (UnimplementedProtocolServer) Prepare(context.Context, *PrepareRequest) (*PrepareResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Prepare not implemented")
+}
+func (UnimplementedProtocolServer) Template(context.Context, *TemplateRequest) (*TemplateResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Template not implemented")
 }
 func (UnimplementedProtocolServer) mustEmbedUnimplementedProtocolServer() {}
 
@@ -320,6 +349,24 @@ func _Protocol_Prepare_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Protocol_Template_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TemplateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProtocolServer).Template(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Protocol_Template_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProtocolServer).Template(ctx, req.(*TemplateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Protocol_ServiceDesc is the grpc.ServiceDesc for Protocol service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -346,6 +393,10 @@ var Protocol_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Prepare",
 			Handler:    _Protocol_Prepare_Handler,
+		},
+		{
+			MethodName: "Template",
+			Handler:    _Protocol_Template_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

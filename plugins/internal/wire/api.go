@@ -23,8 +23,10 @@ const SDKVersion = "0.1.0"
 // ProtocolVersion is the wire protocol's version. It goes up whenever host
 // and plugin could no longer safely talk; go-plugin refuses a mismatch.
 // Version 3 sends a constant request once (the Prepare RPC) and a
-// per-call one by attribute, with a table of types.
-const ProtocolVersion = 3
+// per-call one by attribute, with a table of types. Version 4 sends a
+// per-call request's shape once (the Template RPC), to a plugin whose
+// client takes templates, and then each call's holes' values only.
+const ProtocolVersion = 4
 
 // OldestProtocolVersion is the oldest wire version both ends still speak:
 // a host offers it and a plugin serves it, beside ProtocolVersion, so a

@@ -178,7 +178,10 @@ func (e *attrEncoder) remember(i int, v cty.Value, a attrEnc) {
 func (e *attrEncoder) encodeAttr(i int, v cty.Value) (attrEnc, error) {
 	at := e.schema.types[i]
 	if e.schema.dynamic[i] {
-		if n, ok := e.typeNumber(i, v.Type()); ok {
+		e.typesMu.Lock()
+		n, ok := e.typeNumber(&e.last[i], v.Type())
+		e.typesMu.Unlock()
+		if ok {
 			// Sized for a usual json, so it grows once at most.
 			if b, err := e.packer.pack(make([]byte, 0, 256), v); err == nil {
 				return attrEnc{enc: b, ty: n}, nil
@@ -198,18 +201,18 @@ func (e *attrEncoder) encodeAttr(i int, v cty.Value) (attrEnc, error) {
 }
 
 // typeNumber returns ty's number in the stream's table, adding it when it
-// is new. ok is false for a type that cannot be named (one that still
-// holds cty.DynamicPseudoType, as a null of any type does) and when the
-// table is full: the value then carries its type, as cty encodes it.
-func (e *attrEncoder) typeNumber(i int, ty cty.Type) (uint32, bool) {
-	e.typesMu.Lock()
-	defer e.typesMu.Unlock()
-	if n := e.last[i]; n != 0 && e.types[n-1].Equals(ty) {
+// is new. last is the number the same attribute or hole had last, looked
+// at first, and updated. ok is false for a type that cannot be named (one
+// that still holds cty.DynamicPseudoType, as a null of any type does) and
+// when the table is full: the value then carries its type, as cty encodes
+// it. e.typesMu must be held.
+func (e *attrEncoder) typeNumber(last *uint32, ty cty.Type) (uint32, bool) {
+	if n := *last; n != 0 && e.types[n-1].Equals(ty) {
 		return n, true
 	}
 	for j, t := range e.types {
 		if t.Equals(ty) {
-			e.last[i] = uint32(j + 1)
+			*last = uint32(j + 1)
 			return uint32(j + 1), true
 		}
 	}
@@ -217,7 +220,7 @@ func (e *attrEncoder) typeNumber(i int, ty cty.Type) (uint32, bool) {
 		return 0, false
 	}
 	e.types = append(e.types, ty)
-	e.last[i] = uint32(len(e.types))
+	*last = uint32(len(e.types))
 	return uint32(len(e.types)), true
 }
 

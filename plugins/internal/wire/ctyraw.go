@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math/big"
 	"unsafe"
 
 	"github.com/zclconf/go-cty/cty"
@@ -82,6 +83,17 @@ func getAttr(v cty.Value, name string) cty.Value {
 		}
 	}
 	return v.GetAttr(name)
+}
+
+// rawNumber is a known number's payload, which its Value methods never
+// modify and which must not be modified either: without the copy that
+// AsBigFloat makes. ok is false for another value, or when rawOK is.
+func rawNumber(v cty.Value) (*big.Float, bool) {
+	if !rawOK {
+		return nil, false
+	}
+	f, ok := rawPayload(v).(*big.Float)
+	return f, ok
 }
 
 // typeLayout is cty.Type's: one interface.

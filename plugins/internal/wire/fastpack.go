@@ -107,7 +107,10 @@ func (p *packer) packNumber(b []byte, v cty.Value) []byte {
 	if t, ok := p.text(v); ok {
 		return packString(b, t)
 	}
-	bf := v.AsBigFloat()
+	bf, ok := rawNumber(v)
+	if !ok {
+		bf = v.AsBigFloat()
+	}
 	switch {
 	case bf.IsInf():
 		return packFloat(b, math.Inf(bf.Sign()))
@@ -198,6 +201,10 @@ func packFloat(b []byte, f float64) []byte {
 type unpacker struct {
 	numbers map[string]cty.Value
 	names   map[string]string
+	// small are the numbers 0 to 127, made as they come: a hole's number
+	// is most often a small count, and a number costs cty two
+	// allocations.
+	small [128]cty.Value
 }
 
 // unpack reads one value of type ty, all of b.
@@ -368,7 +375,11 @@ func (u *unpacker) number(b []byte) (cty.Value, []byte, error) {
 	c := b[0]
 	switch {
 	case c < 0x80:
-		return cty.NumberIntVal(int64(c)), b[1:], nil
+		v := &u.small[c]
+		if *v == cty.NilVal {
+			*v = cty.NumberIntVal(int64(c))
+		}
+		return *v, b[1:], nil
 	case c >= 0xe0:
 		return cty.NumberIntVal(int64(int8(c))), b[1:], nil
 	case c == 0xd3 && len(b) >= 9:

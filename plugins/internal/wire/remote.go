@@ -338,6 +338,14 @@ type pendingCall struct {
 	prepared uint32
 	attrs    []attrEnc
 	byAttr   bool
+	// template is the handle of the plugin's template of the request, 0
+	// for none; then holeData holds its holes' values, encoded, one after
+	// the other, holeSize their lengths and holeType their types'
+	// numbers, and request is nil.
+	template uint32
+	holeData []byte
+	holeSize []uint32
+	holeType []uint32
 	keepBody bool
 	// keepHeaders asks for the response's headers (Call.KeepHeaders).
 	keepHeaders bool
@@ -434,6 +442,7 @@ var (
 	_ protocols.Failer       = (*client)(nil)
 	_ protocols.Gauger       = (*client)(nil)
 	_ protocols.Preparer     = (*client)(nil)
+	_ protocols.Templater    = (*client)(nil)
 	_ protocols.BodySearcher = (*client)(nil)
 )
 
@@ -494,14 +503,29 @@ func (c *client) Gauges(report func(name string, value int64)) {
 // Do implements protocols.Client.
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	p := pendingCalls.Get().(*pendingCall)
-	p.prepared, p.byAttr, p.request = 0, false, nil
+	p.prepared, p.byAttr, p.request, p.template = 0, false, nil, 0
 	p.attrs = p.attrs[:0]
-	if pr, ok := call.Prepared.(*prepared); ok && pr.c == c {
+	if t, ok := call.Prepared.(*template); ok {
+		if t.c != c {
+			// Another client's template: the call has no request to send.
+			// The core never mixes them; a bug, reported on the call.
+			pendingCalls.Put(p)
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol,
+				Message: "a template of another client of the plugin"})
+			return
+		}
+		if err := c.encodeHoles(t, call.Holes, p); err != nil {
+			pendingCalls.Put(p)
+			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol,
+				Message: "encoding the request's values: " + err.Error()})
+			return
+		}
+	} else if pr, ok := call.Prepared.(*prepared); ok && pr.c == c {
 		p.prepared = pr.handle
 	} else if c.attrs != nil {
 		p.attrs, p.byAttr = c.attrs.encode(call.Request, p.attrs)
 	}
-	if p.prepared == 0 && !p.byAttr {
+	if p.prepared == 0 && !p.byAttr && p.template == 0 {
 		req, err := c.encoded.encode(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
 		if err != nil {
 			// The core checked the request against the schema, so this is
@@ -922,6 +946,7 @@ func (w *callColumns) reset() {
 	}
 	clear(w.index)
 	b.Prepared, b.ByAttribute, b.AttrValue, b.AttrType = b.Prepared[:0], b.ByAttribute[:0], b.AttrValue[:0], b.AttrType[:0]
+	b.Template, b.HoleCount, b.HoleType, b.HoleSize, b.HoleData = b.Template[:0], b.HoleCount[:0], b.HoleType[:0], b.HoleSize[:0], b.HoleData[:0]
 	clear(b.AttrValues)
 	b.AttrValues = b.AttrValues[:0]
 	clear(b.Types)
@@ -1040,7 +1065,16 @@ func (w *callColumns) add(p *pendingCall) {
 		}
 		b.ByAttribute = append(b.ByAttribute, p.byAttr)
 	}
+	if p.template != 0 || len(b.Template) > 0 {
+		for len(b.Template) < before {
+			b.Template = append(b.Template, 0)
+		}
+		b.Template = append(b.Template, p.template)
+	}
 	switch {
+	case p.template != 0:
+		b.Request = append(b.Request, 0)
+		w.addTemplated(p)
 	case p.prepared != 0:
 		b.Request = append(b.Request, 0)
 	case p.byAttr:

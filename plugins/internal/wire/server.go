@@ -66,6 +66,10 @@ type opened struct {
 	mu         sync.Mutex
 	prepared   map[uint32]preparedRequest
 	lastHandle uint32
+	// templates are the shapes the host sent (the Template RPC), by
+	// handle, made into their templates.
+	templates    map[uint32]*pluginTemplate
+	lastTemplate uint32
 }
 
 // preparedRequest is a request the host sent once (the Prepare RPC),
@@ -293,17 +297,18 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 		// Calls carry the mirror too, as calls in-process carry the run's
 		// ledger. A value over Background: deriving a call's cancel from
 		// it registers nothing.
-		callBase: delivery.WithLedger(context.Background(), o.mirror.ledger),
-		ctx:      ctx,
-		calls:    make(map[uint64]*callState),
-		requests: make(map[string]cty.Value),
-		prepared: make(map[uint32]preparedRequest),
-		attrs:    newAttrDecoder(s.requestType),
-		endings:  make(map[uint32]*scenarioEnding),
-		vus:      make(map[vuKey]*vuContext),
-		jobs:     make(chan job),
-		wake:     make(chan struct{}, 1),
-		senderQ:  make(chan struct{}),
+		callBase:  delivery.WithLedger(context.Background(), o.mirror.ledger),
+		ctx:       ctx,
+		calls:     make(map[uint64]*callState),
+		requests:  make(map[string]cty.Value),
+		prepared:  make(map[uint32]preparedRequest),
+		templates: make(map[uint32]*pluginTemplate),
+		attrs:     newAttrDecoder(s.requestType),
+		endings:   make(map[uint32]*scenarioEnding),
+		vus:       make(map[vuKey]*vuContext),
+		jobs:      make(chan job),
+		wake:      make(chan struct{}, 1),
+		senderQ:   make(chan struct{}),
 	}
 	go r.send()
 	o.mirror.attach(r)
@@ -344,13 +349,18 @@ type run struct {
 	calls    map[uint64]*callState      // in flight, by call id
 	requests map[string]cty.Value       // decoded requests by their msgpack; Run's goroutine only
 	prepared map[uint32]preparedRequest // the client's, as this stream met them; Run's goroutine only
-	attrs    *attrDecoder               // Run's goroutine only
-	endings  map[uint32]*scenarioEnding // by the host's number; Run's goroutine only
-	vus      map[vuKey]*vuContext       // Run's goroutine only
-	jobs     chan job                   // unbuffered: taken only by an idle worker
-	samples  []wireSample               // waiting to be sent
-	done     []uint64                   // finished, waiting to be sent
-	follows  []string                   // keys to ask the host for, waiting to be sent
+	// templates are the client's, as this stream met them, and holeSlab
+	// what is left of the slab the calls' holes are taken from; Run's
+	// goroutine only.
+	templates map[uint32]*pluginTemplate
+	holeSlab  []cty.Value
+	attrs     *attrDecoder               // Run's goroutine only
+	endings   map[uint32]*scenarioEnding // by the host's number; Run's goroutine only
+	vus       map[vuKey]*vuContext       // Run's goroutine only
+	jobs      chan job                   // unbuffered: taken only by an idle worker
+	samples   []wireSample               // waiting to be sent
+	done      []uint64                   // finished, waiting to be sent
+	follows   []string                   // keys to ask the host for, waiting to be sent
 
 	wake    chan struct{} // something is pending; capacity 1 so wakes coalesce
 	senderQ chan struct{} // closed when the sender has stopped
@@ -367,6 +377,10 @@ func (r *run) handle(b *proto.CallBatch) {
 		// it never sends them.
 		b.Prepared, b.ByAttribute, b.AttrValue, b.AttrType, b.AttrValues, b.Types = nil, nil, nil, nil, nil, nil
 	}
+	if r.s.version < 4 {
+		// Nor does one of version 3 know the templates.
+		b.Template, b.HoleCount, b.HoleType, b.HoleSize, b.HoleData = nil, nil, nil, nil, nil
+	}
 	if err := checkCallBatch(b, len(r.attrs.schema.names)); err != nil {
 		for _, id := range b.CallId {
 			r.fail(id, "malformed call batch: "+err.Error())
@@ -374,6 +388,7 @@ func (r *run) handle(b *proto.CallBatch) {
 	} else {
 		r.attrs.addTypes(b.Types)
 		attr := 0 // the first attribute entry of the next call by attribute
+		var holes holeReader
 		sets := bodyContainsSets(b)
 		for i, id := range b.CallId {
 			call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
@@ -391,6 +406,8 @@ func (r *run) handle(b *proto.CallBatch) {
 			}
 			var err error
 			switch {
+			case len(b.Template) > 0 && b.Template[i] != 0:
+				err = r.templated(b, b.Template[i], &holes, &call)
 			case len(b.Prepared) > 0 && b.Prepared[i] != 0:
 				err = r.preparedRequest(b.Prepared[i], &call)
 			case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
@@ -498,9 +515,13 @@ func checkCallBatch(b *proto.CallBatch, attrs int) error {
 			return fmt.Errorf("body_contains set %d of %d", set, len(b.BodyContainsSize))
 		}
 	}
+	if err := checkHoles(b); err != nil {
+		return err
+	}
 	byAttr := 0
 	for i, req := range b.Request {
 		switch {
+		case len(b.Template) > 0 && b.Template[i] != 0:
 		case len(b.Prepared) > 0 && b.Prepared[i] != 0:
 		case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
 			byAttr++

@@ -52,6 +52,37 @@ func (c httpLikeClient) Do(_ context.Context, call protocols.Call, emit func(pro
 
 func (httpLikeClient) Close() error { return nil }
 
+// Template implements protocols.Templater: the client renders nothing,
+// so the benchmark measures the wire's part of a template's calls.
+func (httpLikeClient) Template(cty.Value, int) (any, error) { return struct{}{}, nil }
+
+// postShape is the dynamic POST's shape, as the config makes it: its
+// holes are the path and, inside the json, quantity, user, vu and
+// iteration (in the order cty.Walk meets them: json's by name, then
+// path).
+var postShape = func() cty.Value {
+	attrs := maps.Clone(postStatic)
+	attrs["path"] = cty.DynamicVal
+	attrs["json"] = cty.ObjectVal(map[string]cty.Value{
+		"sku": cty.StringVal("A-100"), "quantity": cty.DynamicVal, "price": price,
+		"gift": cty.False, "tags": cty.TupleVal([]cty.Value{cty.StringVal("red"), cty.StringVal("small")}),
+		"user": cty.DynamicVal, "vu": cty.DynamicVal, "iteration": cty.DynamicVal,
+	})
+	return cty.ObjectVal(attrs)
+}()
+
+// postHoles are the values of postShape's holes for one call, as
+// postDynamic's, into dst.
+func postHoles(vu, it uint64, dst []cty.Value) []cty.Value {
+	return append(dst[:0],
+		cty.NumberUIntVal(it),
+		cty.NumberIntVal(int64(1+it%9)),
+		cty.StringVal(fmt.Sprintf("user%d@example.com", 1+it%100)),
+		cty.NumberUIntVal(vu),
+		cty.StringVal(fmt.Sprintf("/orders/%08x", vu*7919+it)),
+	)
+}
+
 // postStatic is the constant part of the bench harness's POST, as the
 // config hands it over: the same values on every call.
 var postStatic = map[string]cty.Value{
@@ -98,34 +129,38 @@ func postDynamic(vu, it uint64) cty.Value {
 // BenchmarkWire runs the bench harness's constant and dynamic POST
 // through go-plugin's gRPC on a unix socket to a protocol that answers at
 // once, from 50 VUs: what a call costs on the wire, both ends together,
-// at wire version 2 (the request whole on every call) and at version 3
-// (a constant request prepared once, a dynamic one by attribute), and
-// in-process, for what building the values and running the VUs cost on
-// their own. The core's part is played as it does it: a constant request is prepared
-// once when the client can, and a dynamic one is built per call, in the
-// loop.
+// at wire version 2 (the request whole on every call), at version 3 (a
+// constant request prepared once, a dynamic one by attribute) and at
+// version 4 (a dynamic one as a template and its holes' values, for
+// "template"), and in-process, for what building the values and running
+// the VUs cost on their own. The core's part is played as it does it: a
+// constant request is prepared once when the client can, and a dynamic
+// one is built per call, in the loop, whole or as its holes.
 func BenchmarkWire(b *testing.B) {
 	for _, req := range []struct {
-		name  string
-		value func(vu, it uint64) cty.Value
-		fixed bool
+		name     string
+		value    func(vu, it uint64) cty.Value
+		holes    func(vu, it uint64, dst []cty.Value) []cty.Value
+		fixed    bool
+		versions []int
 	}{
-		{"constant", func(uint64, uint64) cty.Value { return postConstant }, true},
-		{"dynamic", postDynamic, false},
+		{"constant", func(uint64, uint64) cty.Value { return postConstant }, nil, true, []int{0, 2, 3, 4}},
+		{"dynamic", postDynamic, nil, false, []int{0, 2, 3}},
+		{"template", nil, postHoles, false, []int{0, 4}},
 	} {
-		for _, version := range []int{0, 2, 3} {
+		for _, version := range req.versions {
 			name := fmt.Sprintf("%s/v%d", req.name, version)
 			if version == 0 {
 				name = req.name + "/in-process"
 			}
 			b.Run(name, func(b *testing.B) {
-				benchmarkWire(b, version, req.value, req.fixed)
+				benchmarkWire(b, version, req.value, req.holes, req.fixed)
 			})
 		}
 	}
 }
 
-func benchmarkWire(b *testing.B, version int, value func(vu, it uint64) cty.Value, fixed bool) {
+func benchmarkWire(b *testing.B, version int, value func(vu, it uint64) cty.Value, holes func(vu, it uint64, dst []cty.Value) []cty.Value, fixed bool) {
 	p := &httpLike{}
 	var c protocols.Client = httpLikeClient{p}
 	if version != 0 {
@@ -134,6 +169,12 @@ func benchmarkWire(b *testing.B, version int, value func(vu, it uint64) cty.Valu
 	var prep any
 	if pr, ok := c.(protocols.Preparer); ok && fixed {
 		prep, _ = pr.Prepare(value(0, 0)) // an error leaves it unprepared, as in the core
+	}
+	if holes != nil {
+		var err error
+		if prep, err = c.(protocols.Templater).Template(postShape, 5); err != nil {
+			b.Fatal(err)
+		}
 	}
 	const vus = 50
 	var next, samples atomic.Int64
@@ -145,8 +186,16 @@ func benchmarkWire(b *testing.B, version int, value func(vu, it uint64) cty.Valu
 		go func() {
 			defer wg.Done()
 			emit := func(protocols.Sample) { samples.Add(1) }
+			var hv []cty.Value
 			for it := uint64(0); next.Add(1) <= int64(b.N); it++ {
-				c.Do(context.Background(), protocols.Call{VU: vu, Iteration: it, Request: value(vu, it), Prepared: prep}, emit)
+				call := protocols.Call{VU: vu, Iteration: it, Prepared: prep}
+				if holes != nil {
+					hv = holes(vu, it, hv)
+					call.Holes = hv
+				} else {
+					call.Request = value(vu, it)
+				}
+				c.Do(context.Background(), call, emit)
 			}
 		}()
 	}

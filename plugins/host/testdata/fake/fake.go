@@ -78,17 +78,36 @@ func (client) Prepare(request cty.Value) (any, error) {
 	return &prepared{message: msg}, nil
 }
 
+// template is what the client's Template makes of a shape whose message
+// is a hole.
+type template struct{}
+
+// Template implements protocols.Templater for a request whose message is
+// evaluated per call, so that a test sees the calls of a template reach
+// the plugin with their holes; a plugin of a wire version before 4 is
+// never asked.
+func (client) Template(shape cty.Value, holes int) (any, error) {
+	if holes != 1 || shape.GetAttr("message").IsKnown() {
+		return nil, fmt.Errorf("a template of the message only, not %d holes", holes)
+	}
+	return template{}, nil
+}
+
 // Do answers with the request's message as the body and in a header,
 // beside a header sent twice. It hands them back whether or not the call
 // asks, so that the host's tests see the SDK drop what was not asked. A
 // call with what Prepare made of its request answers 203 instead of 200,
-// with the prepared message; with a test server, a call that could not
-// reach it answers 502.
+// with the prepared message, and one of a template 206, with its hole's
+// message; with a test server, a call that could not reach it answers
+// 502.
 func (c client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	msg, _ := protocols.StringAttr(call.Request, "message")
 	status := 200
 	if p, ok := call.Prepared.(*prepared); ok {
 		msg, status = p.message, 203
+	}
+	if _, ok := call.Prepared.(template); ok && len(call.Holes) == 1 {
+		msg, status = call.Holes[0].AsString(), 206
 	}
 	if c.server != "" {
 		resp, err := http.Get(c.server + "/" + url.PathEscape(msg))

@@ -11,6 +11,7 @@
 //	v2             serve wire version 2 only, with this SDK's server
 //	               answering as a plugin of that version (fakeplugin-v2
 //	               is one built with the SDK of that version)
+//	v3             serve wire version 3 only, likewise
 //
 // The protocol is package fake's.
 package main
@@ -69,10 +70,11 @@ func main() {
 			VersionedPlugins: map[int]plugin.PluginSet{1: wire.PluginSets(fake.Protocol{})[wire.OldestProtocolVersion]},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
-	case "v2":
+	case "v2", "v3":
+		v := int(mode[1] - '0')
 		plugin.Serve(&plugin.ServeConfig{
 			HandshakeConfig:  wire.Handshake(),
-			VersionedPlugins: map[int]plugin.PluginSet{2: wire.PluginSets(fake.Protocol{})[2]},
+			VersionedPlugins: map[int]plugin.PluginSet{v: wire.PluginSets(fake.Protocol{})[v]},
 			GRPCServer:       plugin.DefaultGRPCServer,
 		})
 	default:
