@@ -136,14 +136,14 @@ func (x *exchange) step(fd uintptr) bool {
 	if x.check {
 		x.check = false
 		for {
-			m, e := syscall.Read(int(fd), x.buf)
+			m, e := sockRead(int(fd), x.buf)
 			if e == syscall.EINTR {
 				continue
 			}
 			switch {
 			case e == syscall.EAGAIN:
 				// Nothing came since the last response: write.
-			case e != nil:
+			case e != 0:
 				x.stale = os.NewSyscallError("read", e)
 			case m == 0:
 				x.stale = io.EOF
@@ -158,14 +158,14 @@ func (x *exchange) step(fd uintptr) bool {
 	}
 	if x.wrote < len(x.wire) {
 		for x.wrote < len(x.wire) {
-			m, e := syscall.Write(int(fd), x.wire[x.wrote:])
+			m, e := sockWrite(int(fd), x.wire[x.wrote:])
 			if e == syscall.EINTR {
 				continue
 			}
 			if m > 0 {
 				x.wrote += m
 			}
-			if e != nil {
+			if e != 0 {
 				if e != syscall.EAGAIN {
 					x.werr = e
 				}
@@ -180,7 +180,7 @@ func (x *exchange) step(fd uintptr) bool {
 		return false
 	}
 	for {
-		m, e := syscall.Read(int(fd), x.buf)
+		m, e := sockRead(int(fd), x.buf)
 		if e == syscall.EINTR {
 			continue
 		}
@@ -191,7 +191,7 @@ func (x *exchange) step(fd uintptr) bool {
 		if m > 0 {
 			x.got = m
 		}
-		if e != nil {
+		if e != 0 {
 			x.rerr = os.NewSyscallError("read", e)
 		} else if m == 0 {
 			x.rerr = io.EOF
