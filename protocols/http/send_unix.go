@@ -63,6 +63,10 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 		cn.step = x.step
 	}
 	err := cn.raw.Read(cn.step)
+	for err != nil && c.extend(err) {
+		// An earlier call's deadline: x holds where the exchange was.
+		err = cn.raw.Read(cn.step)
+	}
 	wrote, got, werr, rerr, read, stale := x.wrote, x.got, x.werr, x.rerr, x.read, x.stale
 	*x = exchange{}
 	if stale != nil {
@@ -74,7 +78,7 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 		if werr == nil && err == nil {
 			// The send buffer is full: the conn's Write waits, with
 			// the deadline.
-			n, err := c.Conn.Write(wire[wrote:])
+			n, err := c.write(wire[wrote:])
 			c.wire.sent.Add(int64(n - len(wire[wrote:])))
 			return wrote + n, err
 		}
