@@ -14,7 +14,8 @@ import (
 // which costs as much again in user space as the call's own entry, and a
 // loopback write that the scheduler's monitor catches in the kernel (it
 // runs the receiver's TCP stack too) hands the process's one P to a new
-// thread for nothing. A build with the race detector uses syscall.Read and
+// thread for nothing. A write copies at most the socket's free send
+// buffer and returns. A build with the race detector uses syscall.Read and
 // syscall.Write, which tell it about the buffer (sockio_plain.go).
 func sockRead(fd int, p []byte) (int, syscall.Errno) {
 	var ptr unsafe.Pointer
