@@ -213,6 +213,7 @@ func (v *vu) runStep(ctx context.Context, req *request, planned time.Time) time.
 		VU:           v.id,
 		Iteration:    v.iteration,
 		Planned:      planned,
+		Start:        start,
 		Request:      value,
 		KeepBody:     req.keepBody,
 		KeepHeaders:  req.keepHeaders,

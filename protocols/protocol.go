@@ -67,6 +67,13 @@ type Call struct {
 	VU        uint64    // 1-based VU id, dense within a run
 	Iteration uint64    // 0-based iteration of that VU
 	Planned   time.Time // when the call was planned to start
+	// Start is when the core handed the call over, read from the clock
+	// just before Do: a protocol may time the call from it instead of
+	// reading the clock again (a clock read is a sizeable part of a
+	// fast request's own work). Zero when the caller did not read it,
+	// as for a plugin's calls, which are timed in the plugin's process:
+	// the protocol then reads the clock itself.
+	Start time.Time
 	// Request is an object conforming to Info.RequestSpec; attributes the
 	// user left out are null.
 	Request cty.Value

@@ -461,9 +461,13 @@ func (c *Client) requestOf(v *vu, call protocols.Call) (*rendered, error) {
 	return &v.rendered, render(c.cfg, call.Request, &v.rendered, &v.scratch)
 }
 
-// Do executes one call for call.VU and emits its samples.
+// Do executes one call for call.VU and emits its samples, timed from
+// call.Start when the core set it.
 func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	start := time.Now()
+	start := call.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
 	v := c.vu(call.VU)
 	v.busy.Lock()
 	defer v.busy.Unlock()

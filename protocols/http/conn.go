@@ -3,10 +3,12 @@ package http
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http/httptrace"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,10 +43,84 @@ type countingConn struct {
 	// sees the conn.
 	guarded bool
 	guard   guard
+	// dl is the engine's call deadline on this connection; see arm.
+	dl callDeadline
+}
+
+// callDeadline is the deadline of the engine's call on a connection, and
+// what the socket holds. Setting a socket's deadline costs a clock read
+// and a timer change in the Go runtime, a tenth of a request's user time
+// in the get case; so a call keeps the deadline an earlier call set when
+// it is not later than its own and not far before it (arm), and a read or
+// write that an earlier deadline ends is resumed with the call's own
+// (extend). A call's time limit stays exact: it ends at due, never later,
+// and not before.
+type callDeadline struct {
+	// due is the call's deadline and armed the socket's, both read and
+	// written only by the VU's goroutine. due is zero outside the engine's
+	// calls (net/http's connections), where nothing is resumed.
+	due, armed time.Time
+	// cut says the end of the run set a past deadline to end the call in
+	// flight (vu.watch): nothing resumes it. Set by the run's hook, cleared
+	// by the VU's next call.
+	cut atomic.Bool
+}
+
+// arm makes due the deadline of the call starting on c. The socket keeps
+// the deadline it holds when that is at most due and at most slack before
+// it: the call is then resumed once at that deadline (extend), when it
+// lasts that long. A deadline the run's end cut is replaced.
+func (c *countingConn) arm(due time.Time, slack time.Duration) {
+	d := &c.dl
+	d.due = due
+	cut := d.cut.Load()
+	if cut {
+		d.cut.Store(false)
+	}
+	if !cut && !d.armed.IsZero() && !d.armed.After(due) && due.Sub(d.armed) <= slack {
+		return
+	}
+	c.Conn.SetDeadline(due)
+	d.armed = due
+}
+
+// extend sets the call's deadline on the socket when err is the end of an
+// earlier one, and reports whether it did: the read or write that err
+// ended is then to be made again. After a cut, or at the call's own
+// deadline, it reports false.
+func (c *countingConn) extend(err error) bool {
+	d := &c.dl
+	if d.due.IsZero() || !d.armed.Before(d.due) || d.cut.Load() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	c.Conn.SetDeadline(d.due)
+	d.armed = d.due
+	// A cut that came while this set the deadline may have been
+	// overwritten: the call ends as the cut meant it to.
+	return !d.cut.Load()
+}
+
+// forget says the socket's deadline is no longer one arm set, so that
+// nothing is resumed past it and the next call sets its own.
+func (c *countingConn) forget() { c.dl.due, c.dl.armed = time.Time{}, time.Time{} }
+
+// write writes p on the socket, resumed past an earlier call's deadline;
+// it counts nothing.
+func (c *countingConn) write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	for err != nil && n < len(p) && c.extend(err) {
+		var m int
+		m, err = c.Conn.Write(p[n:])
+		n += m
+	}
+	return n, err
 }
 
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	for n == 0 && err != nil && c.extend(err) {
+		n, err = c.Conn.Read(p)
+	}
 	c.wire.received.Add(int64(n))
 	if c.guarded {
 		c.guard.read(n, err)
@@ -65,7 +141,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 		}
 	}
 	c.wire.sent.Add(int64(len(p)))
-	n, err := c.Conn.Write(p)
+	n, err := c.write(p)
 	if n < len(p) {
 		c.wire.sent.Add(int64(n - len(p)))
 		if n == 0 && c.guarded {

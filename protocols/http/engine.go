@@ -90,15 +90,18 @@ func (v *vu) watch(ctx context.Context) {
 			return
 		}
 		if c := v.active.Load(); c != nil {
+			c.tcp.dl.cut.Store(true)
 			c.conn.SetDeadline(longAgo)
 		}
 	})
 }
 
 // use arms c for the call: its deadline, and the hook of the run's end.
-// It reports false when the run already ended.
-func (v *vu) use(ctx context.Context, c *h1conn, deadline time.Time) bool {
-	c.conn.SetDeadline(deadline)
+// It reports false when the run already ended. The socket may keep an
+// earlier call's deadline up to half the timeout before the call's own:
+// see callDeadline.
+func (v *vu) use(ctx context.Context, c *h1conn, deadline time.Time, timeout time.Duration) bool {
+	c.tcp.arm(deadline, timeout/2)
 	v.active.Store(c)
 	// After the store: a context that ended before it is seen here, one
 	// that ends after it finds the connection.
@@ -371,7 +374,9 @@ func (cn *h1conn) staleTLS() bool {
 	case peekClosed:
 		return true
 	}
-	// A deadline already past would fail the read before it reads.
+	// A deadline already past would fail the read before it reads. The
+	// call sets its own after this.
+	cn.tcp.forget()
 	cn.conn.SetReadDeadline(time.Now().Add(tlsLook))
 	n, err := cn.conn.Read(cn.one[:])
 	return n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)
@@ -488,7 +493,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 				out.connect += cn.tcp.connect
 				out.connected = cn.tcp.connected
 			}
-			if !v.use(ctx, cn, deadline) {
+			if !v.use(ctx, cn, deadline, rd.opt.timeout) {
 				v.drop(cn)
 				out.kind, out.msg = protocols.ErrInterrupted, "the run ended before the response"
 				return nil

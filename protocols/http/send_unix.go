@@ -63,6 +63,10 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 		cn.step = x.step
 	}
 	err := cn.raw.Read(cn.step)
+	for err != nil && c.extend(err) {
+		// An earlier call's deadline: x holds where the exchange was.
+		err = cn.raw.Read(cn.step)
+	}
 	wrote, got, werr, rerr, read, stale := x.wrote, x.got, x.werr, x.rerr, x.read, x.stale
 	*x = exchange{}
 	if stale != nil {
@@ -74,7 +78,7 @@ func (cn *h1conn) send(wire []byte) (int, error) {
 		if werr == nil && err == nil {
 			// The send buffer is full: the conn's Write waits, with
 			// the deadline.
-			n, err := c.Conn.Write(wire[wrote:])
+			n, err := c.write(wire[wrote:])
 			c.wire.sent.Add(int64(n - len(wire[wrote:])))
 			return wrote + n, err
 		}
@@ -136,14 +140,14 @@ func (x *exchange) step(fd uintptr) bool {
 	if x.check {
 		x.check = false
 		for {
-			m, e := syscall.Read(int(fd), x.buf)
+			m, e := sockRead(int(fd), x.buf)
 			if e == syscall.EINTR {
 				continue
 			}
 			switch {
 			case e == syscall.EAGAIN:
 				// Nothing came since the last response: write.
-			case e != nil:
+			case e != 0:
 				x.stale = os.NewSyscallError("read", e)
 			case m == 0:
 				x.stale = io.EOF
@@ -158,14 +162,14 @@ func (x *exchange) step(fd uintptr) bool {
 	}
 	if x.wrote < len(x.wire) {
 		for x.wrote < len(x.wire) {
-			m, e := syscall.Write(int(fd), x.wire[x.wrote:])
+			m, e := sockWrite(int(fd), x.wire[x.wrote:])
 			if e == syscall.EINTR {
 				continue
 			}
 			if m > 0 {
 				x.wrote += m
 			}
-			if e != nil {
+			if e != 0 {
 				if e != syscall.EAGAIN {
 					x.werr = e
 				}
@@ -180,7 +184,7 @@ func (x *exchange) step(fd uintptr) bool {
 		return false
 	}
 	for {
-		m, e := syscall.Read(int(fd), x.buf)
+		m, e := sockRead(int(fd), x.buf)
 		if e == syscall.EINTR {
 			continue
 		}
@@ -191,7 +195,7 @@ func (x *exchange) step(fd uintptr) bool {
 		if m > 0 {
 			x.got = m
 		}
-		if e != nil {
+		if e != 0 {
 			x.rerr = os.NewSyscallError("read", e)
 		} else if m == 0 {
 			x.rerr = io.EOF
