@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
 	"github.com/hload/hload/protocols/http/h1"
@@ -40,6 +42,32 @@ type Client struct {
 	// read wait to be handed out, so that an idle stream holds none.
 	reads  h1.Pool
 	frames bufferPool
+
+	// lastRequest is the request parsed last, which a call with an equal
+	// request value shares rather than parse its own: a stream keeps its
+	// parsed request while it is held, and the streams of a scenario
+	// mostly subscribe with equal ones.
+	lastRequest atomic.Pointer[parsedRequest]
+}
+
+// parsedRequest is a request value and what it parsed to, which is not
+// changed once parsed.
+type parsedRequest struct {
+	v  cty.Value
+	sc *streamConfig
+}
+
+// parse parses a call's request value, or returns the last one's when the
+// value is the same.
+func (c *Client) parse(v cty.Value) (*streamConfig, *attrError) {
+	if last := c.lastRequest.Load(); last != nil && last.v.RawEquals(v) {
+		return last.sc, nil
+	}
+	sc, ae := parseRequest(v, &c.regexes)
+	if ae == nil {
+		c.lastRequest.Store(&parsedRequest{v: v, sc: sc})
+	}
+	return sc, ae
 }
 
 var (
@@ -325,7 +353,7 @@ func (c *streamConn) Write(p []byte) (int, error) {
 // events or the scenario's end, reconnecting when asked to.
 func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	start := time.Now()
-	sc, ae := parseRequest(call.Request, &c.regexes)
+	sc, ae := c.parse(call.Request)
 	if ae != nil {
 		// A value computed per call that validate could not see.
 		failCall(emit, start, ae.err)
