@@ -45,10 +45,10 @@ var errWait = errors.New("wait for bytes")
 // an idle stream holds no buffer: the body is read into the connection
 // reader's buffer, which goes back to its pool whenever every byte read
 // has been handed out, and the caller then waits for the next bytes with
-// no buffer (errWait). A frame that is whole in what one
-// read brought is handed out in place; only a frame split across reads is
-// copied, into a buffer of the client's pool that grows for a long one and
-// goes back once the frame is handed out and nothing follows it.
+// no buffer (errWait). A frame that is whole in what one read brought is
+// handed out in place; only a frame split across reads is copied, into a
+// buffer of the client's pool that grows for a long one and goes back
+// once the frame is handed out and nothing follows it.
 type eventReader struct {
 	rd   *h1.Reader
 	body h1.Body
@@ -56,7 +56,8 @@ type eventReader struct {
 	// for a connection that cannot be waited on so (TLS), whose reads
 	// then wait in the reader's buffer.
 	canWait bool
-	// waited says the caller has waited since next last answered errWait.
+	// waited is set when next answers errWait: the call after reads,
+	// the caller having waited.
 	waited bool
 	pool   *bufferPool
 	max    int
