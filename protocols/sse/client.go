@@ -1,24 +1,25 @@
 package sse
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	nethttp "net/http"
+	"net/textproto"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	r3sse "github.com/r3labs/sse/v2"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
+	"github.com/hload/hload/protocols/http/h1"
 )
 
 // Client holds the streams of one SSE target.
@@ -36,6 +37,37 @@ type Client struct {
 	endings map[<-chan struct{}]*streamSet
 
 	settler settler
+
+	// The streams' read buffers and frame buffers, held only while bytes
+	// read wait to be handed out, so that an idle stream holds none.
+	reads  h1.Pool
+	frames bufferPool
+
+	// lastRequest is the request parsed last, which a call with an equal
+	// request value shares rather than parse its own: a stream keeps its
+	// parsed request while it is held, and the streams of a scenario
+	// mostly subscribe with equal ones.
+	lastRequest atomic.Pointer[parsedRequest]
+}
+
+// parsedRequest is a request value and what it parsed to, which is not
+// changed once parsed.
+type parsedRequest struct {
+	v  cty.Value
+	sc *streamConfig
+}
+
+// parse parses a call's request value, or returns the last one's when the
+// value is the same.
+func (c *Client) parse(v cty.Value) (*streamConfig, *attrError) {
+	if last := c.lastRequest.Load(); last != nil && last.v.RawEquals(v) {
+		return last.sc, nil
+	}
+	sc, ae := parseRequest(v, &c.regexes)
+	if ae == nil {
+		c.lastRequest.Store(&parsedRequest{v: v, sc: sc})
+	}
+	return sc, ae
 }
 
 var (
@@ -273,24 +305,42 @@ func (s *stream) clearConn() {
 // that a stop's past deadline is never overwritten.
 type streamConn struct {
 	net.Conn
-	s *stream
+	s     *stream
+	ready readiness
 }
 
 var errStopped = errors.New("stream stopped")
 
 func (c *streamConn) Read(p []byte) (int, error) {
-	if c.s.idle > 0 {
-		c.s.mu.Lock()
-		if c.s.reason != stopNone {
-			c.s.mu.Unlock()
-			return 0, errStopped
-		}
-		c.Conn.SetReadDeadline(time.Now().Add(c.s.idle))
-		c.s.mu.Unlock()
+	if err := c.armIdle(); err != nil {
+		return 0, err
 	}
 	n, err := c.Conn.Read(p)
 	c.s.received.Add(int64(n))
 	return n, err
+}
+
+// armIdle sets the read deadline to the idle timeout from now, if the
+// request has one.
+func (c *streamConn) armIdle() error {
+	if c.s.idle > 0 {
+		c.s.mu.Lock()
+		defer c.s.mu.Unlock()
+		if c.s.reason != stopNone {
+			return errStopped
+		}
+		c.Conn.SetReadDeadline(time.Now().Add(c.s.idle))
+	}
+	return nil
+}
+
+// wait waits, holding no buffer, until the connection has something to
+// read, under the same deadlines as a read.
+func (c *streamConn) wait() error {
+	if err := c.armIdle(); err != nil {
+		return err
+	}
+	return c.ready.wait()
 }
 
 func (c *streamConn) Write(p []byte) (int, error) {
@@ -303,39 +353,82 @@ func (c *streamConn) Write(p []byte) (int, error) {
 // events or the scenario's end, reconnecting when asked to.
 func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	start := time.Now()
-	sc, ae := parseRequest(call.Request, &c.regexes)
+	sc, ae := c.parse(call.Request)
 	if ae != nil {
 		// A value computed per call that validate could not see.
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Error: protocols.ErrProtocol, Message: ae.err.Error()})
+		failCall(emit, start, ae.err)
 		return
 	}
-	s := &stream{stopped: make(chan struct{}), idle: sc.idleTimeout}
-	leave, ok := c.join(protocols.Ending(ctx), s)
-	if !ok {
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start)})
+	r := &run{ctx: ctx, c: c, sc: sc, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay,
+		keepBody: call.KeepBody, keepHeaders: call.KeepHeaders, began: start}
+	if !r.start() {
+		r.end(0, protocols.ErrNone)
 		return
 	}
-	defer leave()
-	stopCtx := context.AfterFunc(ctx, func() { s.stop(stopCancel) })
-	defer stopCtx()
-	if sc.duration > 0 {
-		t := time.AfterFunc(sc.duration, func() { s.stop(stopDuration) })
-		defer t.Stop()
-	}
-
-	r := &run{ctx: ctx, c: c, sc: sc, s: s, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay,
-		keepBody: call.KeepBody, keepHeaders: call.KeepHeaders}
+	defer r.stop()
 	status, kind := r.hold()
+	r.end(status, kind)
+}
+
+// An idle stream's goroutine holds the frames from Do down to the wait for
+// bytes in connect, and the collector shrinks its stack only while they
+// take less than a quarter of it, less some 800 bytes it keeps free: so
+// that a stream held by a shallow goroutine keeps a 4 KB stack rather than
+// 8 KB, the functions on that path keep their frames small, and what is
+// large (samples, the request's text, the select of a reconnection's
+// pause) is built in functions off it, marked go:noinline so that the
+// compiler does not bring it back.
+
+// failCall emits the request sample of a call whose request is invalid.
+//
+//go:noinline
+func failCall(emit func(protocols.Sample), start time.Time, err error) {
+	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Since(start), Error: protocols.ErrProtocol, Message: err.Error()})
+}
+
+// start makes the run's stream and has it stopped by the scenario's end,
+// the call's cancellation and the request's duration; false when the
+// scenario has ended already.
+//
+//go:noinline
+func (r *run) start() bool {
+	s := &stream{stopped: make(chan struct{}), idle: r.sc.idleTimeout}
+	r.s = s
+	leave, ok := r.c.join(protocols.Ending(r.ctx), s)
+	if !ok {
+		return false
+	}
+	r.leave = leave
+	r.stopCtx = context.AfterFunc(r.ctx, func() { s.stop(stopCancel) })
+	if r.sc.duration > 0 {
+		r.timer = time.AfterFunc(r.sc.duration, func() { s.stop(stopDuration) })
+	}
+	return true
+}
+
+// stop undoes start, once the stream has ended.
+func (r *run) stop() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.stopCtx()
+	r.leave()
+}
+
+// end closes the run and emits the call's request sample.
+//
+//go:noinline
+func (r *run) end(status int, kind protocols.ErrorKind) {
 	end := time.Now()
 	r.close(end)
-	emit(protocols.Sample{
+	r.emit(protocols.Sample{
 		Metric:        protocols.MetricRequest,
 		Time:          end,
-		Value:         end.Sub(start),
+		Value:         end.Sub(r.began),
 		Status:        status,
 		Error:         kind,
-		BytesSent:     s.sent.Load(),
-		BytesReceived: s.received.Load(),
+		BytesSent:     r.s.sent.Load(),
+		BytesReceived: r.s.received.Load(),
 		Message:       r.message(kind),
 		Body:          r.body,
 		Headers:       r.headers,
@@ -345,6 +438,7 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 // run is the state of one call across its connections.
 type run struct {
 	ctx         context.Context
+	began       time.Time // when the call began
 	c           *Client
 	sc          *streamConfig
 	s           *stream
@@ -368,6 +462,10 @@ type run struct {
 	mu sync.Mutex
 	// emit is the call's; call it under mu, or use out.
 	emit func(protocols.Sample)
+	// What stop undoes, set by start.
+	leave   func()
+	stopCtx func() bool
+	timer   *time.Timer
 	// watch is set once, before the run joins the settler; closed is set
 	// when the call ends, after which the ticker emits nothing.
 	watch  *delivery.Watch
@@ -420,37 +518,133 @@ func (r *run) hold() (status int, kind protocols.ErrorKind) {
 		if kind == protocols.ErrNone {
 			return status, kind // the number of events was reached
 		}
-		r.out(protocols.Sample{Metric: MetricDisconnects, Time: time.Now(), Error: kind, Message: r.why})
-		r.out(protocols.Sample{Metric: MetricDisconnects + "_" + string(kind), Time: time.Now(), Error: kind, Message: r.why})
+		r.lost(kind)
 		if !r.sc.reconnect || !reconnectable {
 			return status, kind
 		}
-		t := time.NewTimer(r.delay)
-		select {
-		case <-r.s.stopped:
-			t.Stop()
+		if !r.pause() {
 			if r.s.stopReason() == stopCancel {
 				return status, protocols.ErrInterrupted
 			}
 			return status, protocols.ErrNone
-		case <-t.C:
 		}
-		r.out(protocols.Sample{Metric: MetricReconnects, Time: time.Now(), Value: r.delay, Error: kind})
-		r.out(protocols.Sample{Metric: MetricReconnects + "_" + string(kind), Time: time.Now(), Value: r.delay, Error: kind})
+		r.reconnecting(kind)
 	}
 }
 
-// readBufferSize is the connection's read buffer, for the response
-// headers and chunk headers; the parser keeps its own buffer for frames.
-const readBufferSize = 1024
+// pause waits the delay before a reconnection; false if the stream was
+// stopped meanwhile.
+//
+//go:noinline
+func (r *run) pause() bool {
+	t := time.NewTimer(r.delay)
+	defer t.Stop()
+	select {
+	case <-r.s.stopped:
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
-// connect makes one connection and reads it until it ends. kind is empty
+// lost emits the samples of a connection lost for kind.
+//
+//go:noinline
+func (r *run) lost(kind protocols.ErrorKind) {
+	r.out(protocols.Sample{Metric: MetricDisconnects, Time: time.Now(), Error: kind, Message: r.why})
+	r.out(protocols.Sample{Metric: MetricDisconnects + "_" + string(kind), Time: time.Now(), Error: kind, Message: r.why})
+}
+
+// reconnecting emits the samples of a reconnection after a loss for kind.
+//
+//go:noinline
+func (r *run) reconnecting(kind protocols.ErrorKind) {
+	r.out(protocols.Sample{Metric: MetricReconnects, Time: time.Now(), Value: r.delay, Error: kind})
+	r.out(protocols.Sample{Metric: MetricReconnects + "_" + string(kind), Time: time.Now(), Value: r.delay, Error: kind})
+}
+
+// link is one connection of a stream, with what reads it: one
+// allocation, apart from the stack an idle stream holds.
+type link struct {
+	conn streamConn
+	rd   h1.Reader
+	er   eventReader
+	// begin is when the connection began, last when its last event came
+	// (zero before the first).
+	begin, last time.Time
+	counted     bool // counted in the client's open streams
+}
+
+// connect makes one connection and reads its events until it ends. kind is empty
 // when the stream ended because it was stopped or had all its events;
 // reconnectable says whether the spec allows a reconnection after it.
 func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable bool) {
-	c, sc, s := r.c, r.sc, r.s
+	l, kind := r.dial()
+	if l == nil {
+		return 0, kind, kind != protocols.ErrNone
+	}
+	defer r.hangUp(l)
+	status, kind, reconnectable, ok := r.subscribe(l)
+	if !ok {
+		return status, kind, reconnectable
+	}
+	r.connected(l, status)
+	for {
+		frame, err := l.er.next()
+		if err == errWait {
+			// The idle stream's wait, as near the top of its stack as
+			// can be: see Do.
+			if err = l.conn.wait(); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			return status, r.readErr(err), true
+		}
+		if r.event(frame, l) {
+			return status, protocols.ErrNone, false
+		}
+	}
+}
+
+// hangUp closes l and gives its buffers back.
+func (r *run) hangUp(l *link) {
+	if l.counted {
+		r.c.open.Add(-1)
+	}
+	l.er.close()
+	r.s.clearConn()
+	l.conn.Conn.Close()
+}
+
+// connected starts watching deliveries, if the request asks, emits l's
+// connect sample and counts it in the open streams.
+//
+//go:noinline
+func (r *run) connected(l *link, status int) {
+	connected := time.Now()
+	if r.watch == nil && r.sc.deliveryKey != "" && r.c.ledger != nil {
+		// Watching starts once the server has the stream: a send that
+		// begins from now on reaches this subscriber, or it is missed.
+		// From now on the client's ticker settles it, even when nothing
+		// arrives. Before the connect sample, so that whoever sees that
+		// sample knows the sends it begins next are expected.
+		r.watch = r.c.ledger.Watch(r.sc.deliveryKey)
+		r.c.settler.add(r)
+	}
+	r.out(protocols.Sample{Metric: MetricConnect, Time: connected, Value: connected.Sub(l.begin), Status: status})
+	r.c.open.Add(1)
+	l.counted = true
+}
+
+// dial opens the connection to the stream's server and makes it the
+// stream's; nil with an empty kind when the stream was stopped.
+//
+//go:noinline
+func (r *run) dial() (*link, protocols.ErrorKind) {
+	c, s := r.c, r.s
 	begin := time.Now()
-	u := c.cfg.requestURL(sc)
+	u := c.cfg.requestURL(r.sc)
 	host := u.Host
 	if u.Port() == "" {
 		if u.Scheme == "https" {
@@ -463,7 +657,7 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 	// dial is seen once it returns, within the target's timeout.
 	raw, err := c.dialer.DialContext(r.ctx, "tcp", host)
 	if err != nil {
-		return 0, r.connErr(err), true
+		return nil, r.connErr(err)
 	}
 	var conn net.Conn = raw
 	if u.Scheme == "https" {
@@ -471,21 +665,29 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 		raw.SetDeadline(time.Now().Add(c.cfg.timeout))
 		if err := tc.HandshakeContext(r.ctx); err != nil {
 			raw.Close()
-			return 0, r.connErr(err), true
+			return nil, r.connErr(err)
 		}
 		raw.SetDeadline(time.Time{})
 		conn = tc
 	}
 	if !s.setConn(conn) {
 		conn.Close()
-		return 0, protocols.ErrNone, false
+		return nil, protocols.ErrNone
 	}
-	defer func() {
-		s.clearConn()
-		conn.Close()
-	}()
-	sconn := &streamConn{Conn: conn, s: s}
+	l := &link{conn: streamConn{Conn: conn, s: s}, begin: begin}
+	l.rd = *h1.NewReader(&l.conn, &c.reads)
+	l.er = eventReader{rd: &l.rd, pool: &c.frames, max: c.cfg.maxEventSize}
+	l.er.canWait = l.conn.ready.init(conn)
+	return l, protocols.ErrNone
+}
 
+// subscribe sends the request and reads the response's head; ok says the
+// server answered with an event stream, whose body er then reads.
+//
+//go:noinline
+func (r *run) subscribe(l *link) (status int, kind protocols.ErrorKind, reconnectable, ok bool) {
+	c, sc, s, er := r.c, r.sc, r.s, &l.er
+	u := c.cfg.requestURL(sc)
 	// The request, written by hand: one write, no transport goroutines.
 	var b strings.Builder
 	b.WriteString("GET ")
@@ -515,81 +717,91 @@ func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable boo
 	}
 	b.WriteString("\r\n")
 	s.arm(time.Now().Add(c.cfg.timeout))
-	if _, err := io.WriteString(sconn, b.String()); err != nil {
-		return 0, r.connErr(err), true
+	if _, err := io.WriteString(&l.conn, b.String()); err != nil {
+		return 0, r.connErr(err), true, false
 	}
-	br := bufio.NewReaderSize(sconn, readBufferSize)
-	resp, err := nethttp.ReadResponse(br, nil)
-	if err != nil {
-		return 0, r.connErr(err), true
+	if er.canWait {
+		// A server may hold the head until its first event: wait for it
+		// with no buffer, as for an event.
+		if err := l.conn.wait(); err != nil {
+			return 0, r.connErr(err), true, false
+		}
+	}
+	var resp h1.Response
+	if err := er.rd.ReadHead(&resp, "GET"); err != nil {
+		return 0, r.connErr(err), true, false
 	}
 	s.arm(time.Time{})
 	if r.keepHeaders {
-		r.headers = resp.Header // the response's own map, read once the call ends
+		r.headers = headerMap(&resp) // read once the call ends
 	}
 	if s.stopReason() != stopNone {
-		return resp.StatusCode, protocols.ErrNone, false
+		return resp.Status, protocols.ErrNone, false, false
 	}
-	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != nethttp.StatusOK || !strings.HasPrefix(ct, "text/event-stream") {
+	if ct := field(&resp, "Content-Type"); resp.Status != 200 || !bytes.HasPrefix(ct, []byte("text/event-stream")) {
 		// The spec fails the connection for good: no reconnection.
-		r.why = fmt.Sprintf("the server answered %d with Content-Type %q, not 200 with text/event-stream", resp.StatusCode, ct)
-		return resp.StatusCode, ErrStatus, false
+		r.why = fmt.Sprintf("the server answered %d with Content-Type %q, not 200 with text/event-stream", resp.Status, ct)
+		return resp.Status, ErrStatus, false, false
 	}
-	connected := time.Now()
-	if r.watch == nil && sc.deliveryKey != "" && c.ledger != nil {
-		// Watching starts once the server has the stream: a send that
-		// begins from now on reaches this subscriber, or it is missed.
-		// From now on the client's ticker settles it, even when nothing
-		// arrives. Before the connect sample, so that whoever sees that
-		// sample knows the sends it begins next are expected.
-		r.watch = c.ledger.Watch(sc.deliveryKey)
-		c.settler.add(r)
-	}
-	r.out(protocols.Sample{Metric: MetricConnect, Time: connected, Value: connected.Sub(begin), Status: resp.StatusCode})
-	c.open.Add(1)
-	defer c.open.Add(-1)
+	er.body = er.rd.Body(&resp)
+	return resp.Status, protocols.ErrNone, false, true
+}
 
-	reader := r3sse.NewEventStreamReader(resp.Body, c.cfg.maxEventSize)
-	var last time.Time
-	for {
-		raw, err := reader.ReadEvent()
-		if err != nil {
-			return resp.StatusCode, r.readErr(err), true
-		}
-		now := time.Now()
-		f := &r.frame
-		f.parse(raw)
-		if f.malformed {
-			r.out(protocols.Sample{Metric: MetricMalformed, Time: now, Error: ErrMalformed})
-		}
-		if f.hasID {
-			r.lastEventID = string(f.id)
-		}
-		if f.hasRetry {
-			r.delay = f.retry
-		}
-		if !f.hasData {
-			continue // a comment, a heartbeat or a frame of fields only
-		}
-		// One lock for the event's samples, rather than one per sample.
-		r.mu.Lock()
-		if last.IsZero() {
-			r.emit(protocols.Sample{Metric: MetricFirstEvent, Time: now, Value: now.Sub(begin)})
-		} else {
-			r.emit(protocols.Sample{Metric: MetricEventGap, Time: now, Value: now.Sub(last)})
-		}
-		last = now
-		r.emit(protocols.Sample{Metric: MetricEvents, Time: now})
-		r.deliver(f.data, now)
-		r.mu.Unlock()
-		r.events++
-		if r.keepBody {
-			r.body = append(r.body[:0], f.data...)
-		}
-		if sc.events > 0 && r.events >= sc.events {
-			return resp.StatusCode, protocols.ErrNone, false
+// event handles one frame of l. It returns true once the request's
+// number of events is reached.
+func (r *run) event(raw []byte, l *link) (done bool) {
+	now := time.Now()
+	f := &r.frame
+	f.parse(raw)
+	if f.malformed {
+		r.out(protocols.Sample{Metric: MetricMalformed, Time: now, Error: ErrMalformed})
+	}
+	if f.hasID {
+		r.lastEventID = string(f.id)
+	}
+	if f.hasRetry {
+		r.delay = f.retry
+	}
+	if !f.hasData {
+		return false // a comment, a heartbeat or a frame of fields only
+	}
+	// One lock for the event's samples, rather than one per sample.
+	r.mu.Lock()
+	if l.last.IsZero() {
+		r.emit(protocols.Sample{Metric: MetricFirstEvent, Time: now, Value: now.Sub(l.begin)})
+	} else {
+		r.emit(protocols.Sample{Metric: MetricEventGap, Time: now, Value: now.Sub(l.last)})
+	}
+	l.last = now
+	r.emit(protocols.Sample{Metric: MetricEvents, Time: now})
+	r.deliver(f.data, now)
+	r.mu.Unlock()
+	r.events++
+	if r.keepBody {
+		r.body = append(r.body[:0], f.data...)
+	}
+	return r.sc.events > 0 && r.events >= r.sc.events
+}
+
+// field returns the value of resp's first field named name, or nil.
+func field(resp *h1.Response, name string) []byte {
+	for _, f := range resp.Fields {
+		if strings.EqualFold(string(f.Name), name) {
+			return f.Value
 		}
 	}
+	return nil
+}
+
+// headerMap copies resp's fields into a map keyed as net/http keys it,
+// for a check or a capture that reads them once the call ends.
+func headerMap(resp *h1.Response) map[string][]string {
+	h := make(map[string][]string, len(resp.Fields))
+	for _, f := range resp.Fields {
+		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
+		h[k] = append(h[k], string(f.Value))
+	}
+	return h
 }
 
 func hasHeader(hs [][2]string, key string) bool {
@@ -672,7 +884,7 @@ func (r *run) readErr(err error) protocols.ErrorKind {
 	switch {
 	case r.s.stopReason() != stopNone:
 		return protocols.ErrNone
-	case errors.Is(err, bufio.ErrTooLong):
+	case errors.Is(err, errFrameTooLong):
 		r.why = fmt.Sprintf("a frame longer than max_event_size (%d bytes)", r.c.cfg.maxEventSize)
 		return ErrMalformed
 	case errors.Is(err, os.ErrDeadlineExceeded):

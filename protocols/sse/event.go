@@ -13,11 +13,17 @@ import (
 )
 
 // frame is one parsed event-stream frame: the lines up to a blank line.
-// Its slices point into the reader's buffer or into data, and are valid
-// until the next frame is parsed into it.
+// Its slices point into the frame's bytes, which the reader hands out, or
+// into joined, and are valid until the next frame is parsed into it.
 type frame struct {
-	data     []byte // the data lines joined with "\n"; reused between frames
-	hasData  bool   // a data field was present: the frame is an event
+	// data is the data lines joined with "\n": the frame's own bytes when
+	// there is one line, else joined.
+	data    []byte
+	hasData bool // a data field was present: the frame is an event
+	// joined holds the data of a frame of several data lines, reused
+	// between frames up to startBuffer bytes, so that an idle stream
+	// keeps no large one.
+	joined   []byte
 	id       []byte
 	hasID    bool
 	retry    time.Duration
@@ -38,8 +44,12 @@ var (
 
 // parse parses b, a frame without its terminating blank line, into f.
 func (f *frame) parse(b []byte) {
-	f.data = f.data[:0]
+	f.data = nil
+	if cap(f.joined) > startBuffer {
+		f.joined = nil
+	}
 	f.hasData, f.hasID, f.hasRetry, f.malformed = false, false, false, false
+	joined := false // f.data is f.joined
 	f.id = nil
 	if !utf8.Valid(b) {
 		f.malformed = true
@@ -68,11 +78,17 @@ func (f *frame) parse(b []byte) {
 		}
 		switch {
 		case bytes.Equal(name, fieldData):
-			if f.hasData {
-				f.data = append(f.data, '\n')
+			switch {
+			case !f.hasData:
+				f.data, f.hasData = value, true
+			case !joined:
+				// A second line: the data moves to joined.
+				f.joined = append(append(append(f.joined[:0], f.data...), '\n'), value...)
+				f.data, joined = f.joined, true
+			default:
+				f.joined = append(append(f.joined, '\n'), value...)
+				f.data = f.joined
 			}
-			f.data = append(f.data, value...)
-			f.hasData = true
 		case bytes.Equal(name, fieldID):
 			if bytes.IndexByte(value, 0) >= 0 {
 				f.malformed = true // the spec ignores such an id

@@ -6,14 +6,19 @@
 // run's ledger (delivery.Ledger), to report delivery latency and the
 // events the subscriber missed.
 //
-// The stream is read with r3labs/sse/v2's EventStreamReader over a
-// connection of hload's own, not with that package's Client: the Client
-// spends two goroutines and net/http's transport buffers per stream (54 KB
-// of memory per idle stream, measured as BenchmarkIdleStreams measures it),
-// does not honour the
-// server's retry field, and drops what it cannot parse silently, where
-// hload must count it. Here a stream costs the VU's goroutine, one small
-// read buffer and the parser's buffer.
+// The stream is read by hload itself, in the VU's goroutine, over a
+// connection of its own: the response's head and body through the HTTP
+// engine's reader (protocols/http/h1), its frames by an eventReader. Not
+// with r3labs/sse/v2's Client, which spends two goroutines and net/http's
+// transport buffers per stream (54 KB of memory per idle stream, measured
+// as BenchmarkIdleStreams measures it), does not honour the server's retry
+// field, and drops what it cannot parse silently, where hload must count
+// it. An idle stream holds no buffer: its buffers go back to pools the
+// client's streams share whenever every byte read has been handed out, and
+// it waits for the next bytes through the runtime's poller with none (on
+// Linux and macOS, over plain TCP; over TLS its reads wait in the reader's
+// buffer). It keeps the VU goroutine's stack, the connection and a few
+// small structs.
 package sse
 
 import (

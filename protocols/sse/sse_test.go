@@ -647,3 +647,49 @@ func TestInfoMetrics(t *testing.T) {
 		t.Error("Info.Metrics lists sse_reconnects_status, which is never emitted: a status is not retried")
 	}
 }
+
+// TestEqualRequestsShareTheirParse: calls whose request values are equal
+// share one parsed request, which a held stream keeps, and a call whose
+// value differs, in any attribute, gets its own: the server sees each
+// call's own path and header, in order.
+func TestEqualRequestsShareTheirParse(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+		mu.Lock()
+		seen = append(seen, r.URL.Path+" "+r.Header.Get("X-Who"))
+		mu.Unlock()
+		send("data: x\n\n")
+		holdUntilGone(r)
+	}))
+	defer srv.Close()
+	c := open(t, New(), srv.URL).(*Client)
+	call := func(path, who string) *streamConfig {
+		var got samples
+		attrs := map[string]cty.Value{"path": str(path), "events": cty.NumberIntVal(1)}
+		if who != "" {
+			attrs["headers"] = cty.MapVal(map[string]cty.Value{"X-Who": str(who)})
+		}
+		c.Do(context.Background(), protocols.Call{VU: 1, Request: request(attrs)}, got.emit)
+		if req := got.request(t); req.Error != "" {
+			t.Fatalf("%s: %s %s", path, req.Error, req.Message)
+		}
+		last := c.lastRequest.Load()
+		if last == nil {
+			t.Fatal("the client keeps no parsed request")
+		}
+		return last.sc
+	}
+	first := call("/a", "")
+	if again := call("/a", ""); again != first {
+		t.Errorf("an equal request was parsed again")
+	}
+	call("/b", "")
+	call("/b", "me")
+	call("/a", "")
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/a ", "/a ", "/b ", "/b me", "/a "}; fmt.Sprintf("%q", seen) != fmt.Sprintf("%q", want) {
+		t.Errorf("the server saw %q, want %q", seen, want)
+	}
+}

@@ -621,7 +621,15 @@ func (b *Body) next() ([]byte, error) {
 						return nil, truncated(err, b.got, -1)
 					}
 				}
-				return b.take(b.left), nil
+				p := b.take(b.left)
+				if b.left == 0 && r.w-r.r >= 2 && r.buf[r.r] == '\r' && r.buf[r.r+1] == '\n' {
+					// The chunk's CRLF, taken with its last bytes when
+					// it came with them, so that a reader of a stream
+					// sees nothing buffered between two chunks.
+					r.r += 2
+					b.inChunk = false
+				}
+				return p, nil
 			}
 			// The chunk's data ends with CRLF.
 			for r.w-r.r < 2 {

@@ -163,6 +163,45 @@ func TestTwoResponsesOnOneConnection(t *testing.T) {
 	}
 }
 
+// TestChunkEndTakenWithItsData: a chunk's closing CRLF that came with its
+// last bytes is taken with them, so that a reader of a stream, which
+// waits for more only once nothing is buffered, sees nothing buffered
+// between two chunks; a CRLF that has not come yet, or a malformed one,
+// is left for the next call, which reads or rejects it.
+func TestChunkEndTakenWithItsData(t *testing.T) {
+	head := "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	cases := []struct {
+		name, wire string
+		buffered   int // after the first piece
+		err        string
+	}{
+		{"CRLF with the data", head + "3\r\nabc\r\n", 0, ""},
+		{"half the CRLF", head + "3\r\nabc\r", 1, ""},
+		{"not CRLF", head + "3\r\nabcXY", 2, "does not end with CRLF"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReader(&trickle{b: []byte(tc.wire), step: 1 << 20}, nil)
+			var resp Response
+			if err := r.ReadHead(&resp, "GET"); err != nil {
+				t.Fatal(err)
+			}
+			b := r.Body(&resp)
+			p, err := b.Next()
+			if err != nil || string(p) != "abc" {
+				t.Fatalf("first piece %q, %v", p, err)
+			}
+			if r.Buffered() != tc.buffered {
+				t.Errorf("%d bytes buffered after the chunk, want %d", r.Buffered(), tc.buffered)
+			}
+			_, err = b.Next()
+			if tc.err == "" && !errors.Is(err, io.ErrUnexpectedEOF) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("then %v, want %q (or a cut body)", err, tc.err)
+			}
+		})
+	}
+}
+
 // TestNoAllocations checks that a keep-alive response parsed and
 // discarded allocates nothing once the buffer exists.
 func TestNoAllocations(t *testing.T) {
