@@ -95,10 +95,11 @@ func (u *usage) add(v usage) {
 type saturation int
 
 const (
-	notSaturated      saturation = iota
-	saturatedCPU                 // it used nearly all the CPU it may use
-	saturatedRunQueue            // it used, waited for, or had stolen nearly all of it
-	saturatedLate                // open-model starts were late while it was busy
+	notSaturated       saturation = iota
+	saturatedCPU                  // it used nearly all the CPU it may use
+	saturatedRunQueue             // it used, waited for, or had stolen nearly all of it
+	saturatedContended            // it waited for a CPU as long as it ran, while busy
+	saturatedLate                 // open-model starts were late while it was busy
 	saturationKinds
 )
 
@@ -140,6 +141,12 @@ func judge(u usage, cores int) judgement {
 		j.kind = saturatedCPU
 	case u.cpuKnown && demand >= saturatedDemand:
 		j.kind = saturatedRunQueue
+	case u.cpuKnown && u.waitKnown && j.waitShare >= j.utilization && demand >= lateDemand:
+		// A process that also waits on the network (each VU's call
+		// in flight) wants less than all of the CPU even when starved
+		// of it; but one that waited for a CPU as long as it ran had
+		// every stretch of its work, its timings included, doubled.
+		j.kind = saturatedContended
 	case u.late > lateStart && (!u.cpuKnown || demand >= lateDemand):
 		// Without CPU figures (Windows) late starts are all there is.
 		j.kind = saturatedLate
@@ -277,6 +284,9 @@ func (g *generatorWatch) because() string {
 		if g.stealMax >= minStealSaid {
 			what[len(what)-1] = fmt.Sprintf("%d used, waited on the run queue for, or lost to the hypervisor at least %s of it: something else had the CPU hload wanted", n, percent(saturatedDemand))
 		}
+	}
+	if n := g.kinds[saturatedContended]; n > 0 {
+		what = append(what, fmt.Sprintf("%d waited on the run queue at least as long as it ran, while busy: something else had the CPU hload wanted", n))
 	}
 	if n := g.kinds[saturatedLate]; n > 0 {
 		what = append(what, fmt.Sprintf("%d started open-model iterations more than %.0f ms late (p99, up to %.1f ms) while busy", n, lateStart, g.lateMax))

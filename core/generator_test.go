@@ -25,6 +25,10 @@ func TestJudge(t *testing.T) {
 		{"just under", usage{wall: time.Second, processTimes: processTimes{cpu: 899 * ms, cpuKnown: true}}, 1, notSaturated, 0.899, 0},
 		{"half used, the rest waited for", usage{wall: time.Second, processTimes: processTimes{cpu: 500 * ms, cpuKnown: true, wait: 450 * ms, waitKnown: true}}, 1, saturatedRunQueue, 0.5, 0.45},
 		{"half used, some waited for", usage{wall: time.Second, processTimes: processTimes{cpu: 500 * ms, cpuKnown: true, wait: 300 * ms, waitKnown: true}}, 1, notSaturated, 0.5, 0.3},
+		// A closed model that also waits on its calls: it wanted 65 %
+		// of the core, and got only half of that.
+		{"waited as long as it ran", usage{wall: time.Second, processTimes: processTimes{cpu: 300 * ms, cpuKnown: true, wait: 350 * ms, waitKnown: true}}, 1, saturatedContended, 0.3, 0.35},
+		{"waited as long as it ran, lightly", usage{wall: time.Second, processTimes: processTimes{cpu: 100 * ms, cpuKnown: true, wait: 150 * ms, waitKnown: true}}, 1, notSaturated, 0.1, 0.15},
 		{"half used, wait unknown", usage{wall: time.Second, processTimes: processTimes{cpu: 500 * ms, cpuKnown: true}}, 1, notSaturated, 0.5, 0},
 		{"late while busy", usage{wall: time.Second, late: 12, processTimes: processTimes{cpu: 300 * ms, cpuKnown: true, wait: 250 * ms, waitKnown: true}}, 1, saturatedLate, 0.3, 0.25},
 		{"late while idle: short of VUs", usage{wall: time.Second, late: 12, processTimes: processTimes{cpu: 100 * ms, cpuKnown: true, waitKnown: true}}, 1, notSaturated, 0.1, 0},
