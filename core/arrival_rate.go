@@ -33,7 +33,10 @@ type pool struct {
 	growing int
 	// since is when the backlog last became non-empty; growTimer, when
 	// armed, calls grow once it has waited growGrace.
-	since     time.Time
+	since time.Time
+	// holdUntil is when the pool may grow again after hload itself fell
+	// behind: see dispatch.
+	holdUntil time.Time
 	growTimer *time.Timer
 	armed     bool
 	closed    bool // no VU starts after close
@@ -159,7 +162,11 @@ func (p *pool) grow() {
 	if p.closed || len(p.backlog) == 0 {
 		return
 	}
-	if wait := growGrace - time.Since(p.since); wait > 0 {
+	wait := growGrace - time.Since(p.since)
+	if hold := time.Until(p.holdUntil); hold > wait {
+		wait = hold
+	}
+	if wait > 0 {
 		if !p.armed {
 			p.armed = true
 			p.growTimer.Reset(wait)
@@ -248,6 +255,17 @@ func (p *pool) setUp(n int) {
 // or drops it.
 func (p *pool) dispatch(planned time.Time) {
 	p.mu.Lock()
+	now := time.Now()
+	// The pacer started this iteration late: hload itself was stalled
+	// (the machine gave it no CPU, a collection, the hypervisor), and the
+	// iterations that came due meanwhile start now, at once. They wait
+	// for VUs that are busy with that same burst, not for a slow target:
+	// more VUs would not start them sooner, each would only open one more
+	// connection, which a run that keeps stalling would pile up by the
+	// thousand. So the pool does not grow for twice as long as the stall.
+	if late := now.Sub(planned); late > growGrace && now.Add(2*late).After(p.holdUntil) {
+		p.holdUntil = now.Add(2 * late)
+	}
 	var v *vu
 	if n := len(p.idle); n > 0 {
 		v = p.idle[n-1]
@@ -262,7 +280,7 @@ func (p *pool) dispatch(planned time.Time) {
 			// connects are paced: a short stall of the target does not
 			// end in a storm of connects that makes it worse.
 			if len(p.backlog) == 0 {
-				p.since = time.Now()
+				p.since = now
 			}
 			p.backlog = append(p.backlog, planned)
 			p.grow()
