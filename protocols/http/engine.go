@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
-	"net/textproto"
 	"net/url"
 	"os"
 	"strings"
@@ -526,7 +525,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		}
 		redirect := c.cfg.follow && len(resp.Location) > 0 && isRedirectStatus(resp.Status)
 		if !redirect && call.KeepHeaders {
-			out.headers = headerMap(resp)
+			out.headers = resp.Header()
 		}
 		if !redirect && scans(&call) {
 			out.decodeErr, err = v.scanEngineBody(cn.rd, resp, &call)
@@ -666,17 +665,6 @@ func (v *vu) setCookies(u *url.URL, resp *h1.Response) {
 	if len(cs) > 0 {
 		v.jar.SetCookies(u, cs)
 	}
-}
-
-// headerMap returns resp's fields as net/http would: canonical keys, the
-// values in order.
-func headerMap(resp *h1.Response) map[string][]string {
-	h := make(map[string][]string, len(resp.Fields))
-	for _, f := range resp.Fields {
-		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
-		h[k] = append(h[k], string(f.Value))
-	}
-	return h
 }
 
 // handoff gives an HTTP/2 connection to the VU's net/http transport, which

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/textproto"
 	"os"
 	"strings"
 	"sync"
@@ -733,7 +732,7 @@ func (r *run) subscribe(l *link) (status int, kind protocols.ErrorKind, reconnec
 	}
 	s.arm(time.Time{})
 	if r.keepHeaders {
-		r.headers = headerMap(&resp) // read once the call ends
+		r.headers = resp.Header() // read once the call ends
 	}
 	if s.stopReason() != stopNone {
 		return resp.Status, protocols.ErrNone, false, false
@@ -791,17 +790,6 @@ func field(resp *h1.Response, name string) []byte {
 		}
 	}
 	return nil
-}
-
-// headerMap copies resp's fields into a map keyed as net/http keys it,
-// for a check or a capture that reads them once the call ends.
-func headerMap(resp *h1.Response) map[string][]string {
-	h := make(map[string][]string, len(resp.Fields))
-	for _, f := range resp.Fields {
-		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
-		h[k] = append(h[k], string(f.Value))
-	}
-	return h
 }
 
 func hasHeader(hs [][2]string, key string) bool {

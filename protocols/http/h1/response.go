@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/textproto"
 	"sync"
 )
 
@@ -80,6 +81,18 @@ type Response struct {
 	SetCookies int // how many Set-Cookie fields
 	// Interim counts the 1xx responses skipped before this one.
 	Interim int
+}
+
+// Header copies the fields into a map keyed as net/http keys it
+// (canonical names, the values in order), for a check or a capture that
+// reads them after the body, when Fields are no longer valid.
+func (r *Response) Header() map[string][]string {
+	h := make(map[string][]string, len(r.Fields))
+	for _, f := range r.Fields {
+		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
+		h[k] = append(h[k], string(f.Value))
+	}
+	return h
 }
 
 // Pool hands out read buffers, so that a connection that waits for no
