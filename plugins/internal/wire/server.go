@@ -205,15 +205,9 @@ func (s *server) Open(ctx context.Context, req *proto.OpenRequest) (*proto.OpenR
 // then go without what it prepared, and Do reports the fault per call as
 // it would have in-process.
 func (s *server) Prepare(_ context.Context, req *proto.PrepareRequest) (*proto.PrepareResponse, error) {
-	if s.version < 3 {
-		// What a plugin built before version 3 answers.
-		return nil, status.Error(codes.Unimplemented, "method Prepare not implemented")
-	}
-	s.mu.Lock()
-	o, ok := s.clients[req.ClientId]
-	s.mu.Unlock()
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no client %d", req.ClientId)
+	o, err := s.openedClient(req.ClientId, 3, "Prepare")
+	if err != nil {
+		return nil, err
 	}
 	val, err := decodeValue(req.RequestMsgpack, s.requestType)
 	if err != nil {
@@ -245,6 +239,22 @@ func prepare(p protocols.Preparer, request cty.Value) (prepared any) {
 		return nil
 	}
 	return prepared
+}
+
+// openedClient is the open client id names, for a method the wire has had
+// since version since: a plugin built for an earlier version answers as
+// one built before the method was.
+func (s *server) openedClient(id uint64, since int, method string) (*opened, error) {
+	if s.version < since {
+		return nil, status.Errorf(codes.Unimplemented, "method %s not implemented", method)
+	}
+	s.mu.Lock()
+	o, ok := s.clients[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no client %d", id)
+	}
+	return o, nil
 }
 
 func (s *server) CloseClient(_ context.Context, req *proto.CloseRequest) (*proto.CloseResponse, error) {

@@ -155,15 +155,9 @@ type holeDefault struct {
 // Template fails with the protocol's words: the host then sends those
 // calls' requests whole.
 func (s *server) Template(_ context.Context, req *proto.TemplateRequest) (*proto.TemplateResponse, error) {
-	if s.version < 4 {
-		// What a plugin built before version 4 answers.
-		return nil, status.Error(codes.Unimplemented, "method Template not implemented")
-	}
-	s.mu.Lock()
-	o, ok := s.clients[req.ClientId]
-	s.mu.Unlock()
-	if !ok {
-		return nil, status.Errorf(codes.NotFound, "no client %d", req.ClientId)
+	o, err := s.openedClient(req.ClientId, 4, "Template")
+	if err != nil {
+		return nil, err
 	}
 	templater, ok := o.client.(protocols.Templater)
 	if !ok {

@@ -279,6 +279,23 @@ func (c defaultsClient) Do(_ context.Context, call protocols.Call, emit func(pro
 
 func (defaultsClient) Close() error { return nil }
 
+// openThroughWire opens a client of p through a harness, both closed
+// when the test ends.
+func openThroughWire(t *testing.T, p protocols.Protocol) protocols.Client {
+	t.Helper()
+	h, err := newHarness(p, RemoteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	c, err := h.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestTemplateDefaults: the schema's defaults reach a template's client
 // as they reach a whole request's: in the shape, for an attribute left
 // null, and per call, for an attribute that is a hole as a whole and
@@ -286,16 +303,7 @@ func (defaultsClient) Close() error { return nil }
 // value arrives unmarked.
 func TestTemplateDefaults(t *testing.T) {
 	p := &defaultsProtocol{}
-	h, err := newHarness(p, RemoteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	c, err := h.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("x")}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openThroughWire(t, p)
 	templater := c.(protocols.Templater)
 
 	// greeting left out: the default in the shape.
@@ -392,16 +400,7 @@ func TestTemplateRefused(t *testing.T) {
 // host's shared state.
 func TestTemplateConcurrentVUs(t *testing.T) {
 	p := &defaultsProtocol{}
-	h, err := newHarness(p, RemoteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	c, err := h.Open(context.Background(), cty.ObjectVal(map[string]cty.Value{"address": cty.StringVal("x")}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openThroughWire(t, p)
 	shape := cty.ObjectVal(map[string]cty.Value{
 		"path": cty.DynamicVal, "json": cty.ObjectVal(map[string]cty.Value{"a": cty.DynamicVal}),
 	})
