@@ -106,8 +106,14 @@ func TestOpenModelConnectsBeforeTheFirstIteration(t *testing.T) {
 	log := &connectLog{}
 	sum := runTest(t, test, Options{Protocols: protocols.NewRegistry(loggedConnects{hloadhttp.New(), log})})
 	conns, requests := srv.counts()
-	if r := sum.Scenarios["open"].Requests["r"]; int64(requests) != r.Count || r.Count < 950 {
-		t.Fatalf("server count %d, summary count %d; want the same, about 1,000", requests, r.Count)
+	// The pool cannot grow past its 30 VUs: on a slow machine (the race
+	// pass) some iterations find them all busy and are dropped, and
+	// counted. What is checked is the order of the connects and the
+	// first call, and what the server accepted.
+	sc := sum.Scenarios["open"]
+	if r := sc.Requests["r"]; int64(requests) != r.Count || r.Count+sc.DroppedIterations != 1000 || r.Count < 500 {
+		t.Fatalf("server count %d, summary count %d, dropped %d; want the same count, 1,000 planned in all, most run",
+			requests, r.Count, sc.DroppedIterations)
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
