@@ -254,8 +254,8 @@ func (p *pool) setUp(n int) {
 // dispatch hands a planned iteration to an idle VU, a new VU, the backlog,
 // or drops it.
 func (p *pool) dispatch(planned time.Time) {
+	now := time.Now() // outside mu, which the VUs take as they finish
 	p.mu.Lock()
-	now := time.Now()
 	// The pacer started this iteration late: hload itself was stalled
 	// (the machine gave it no CPU, a collection, the hypervisor), and the
 	// iterations that came due meanwhile start now, at once. They wait
@@ -263,8 +263,10 @@ func (p *pool) dispatch(planned time.Time) {
 	// more VUs would not start them sooner, each would only open one more
 	// connection, which a run that keeps stalling would pile up by the
 	// thousand. So the pool does not grow for twice as long as the stall.
-	if late := now.Sub(planned); late > growGrace && now.Add(2*late).After(p.holdUntil) {
-		p.holdUntil = now.Add(2 * late)
+	if late := now.Sub(planned); late > growGrace {
+		if until := now.Add(2 * late); until.After(p.holdUntil) {
+			p.holdUntil = until
+		}
 	}
 	var v *vu
 	if n := len(p.idle); n > 0 {
