@@ -302,9 +302,10 @@ const (
 // openRates are the rates of the open-model cases, open-N.
 var openRates = []int{10000, 20000}
 
-// defaultSweepRates are -sweep-rates' default: up to 4x the highest open
-// case, so that a tool's limit on a 2-core machine is likely among them.
-const defaultSweepRates = "5000,10000,15000,20000,25000,30000,35000,40000"
+// defaultSweepRates are -sweep-rates' default: from a rate a sleeping
+// pacer idles between starts at to 4x the highest open case, so that a
+// tool's limit on a 2-core machine is likely among them.
+const defaultSweepRates = "2000,5000,10000,15000,20000,25000,30000,35000,40000"
 
 // hloadOpen is hload at the run's rate, from the test file.
 func hloadOpen(name, file, note string) *tool {
@@ -394,8 +395,8 @@ func cases() []*benchCase {
 		}
 		return c
 	}
-	sweep := &benchCase{name: "open-sweep", about: "open model: the GET at each rate of -sweep-rates, up to the first a tool does not hold", tools: []*tool{
-		hloadOpen("hload-open-sweep", "open.hcl", "each rate of -sweep-rates for -duration, hload's default VU pool, up to the first rate it does not hold"),
+	sweep := &benchCase{name: "open-sweep", about: "open model: the GET at each rate of -sweep-rates, up to the first a tool does not send in full", tools: []*tool{
+		hloadOpen("hload-open-sweep", "open.hcl", "each rate of -sweep-rates for -duration, hload's default VU pool, up to the first rate it does not send in full"),
 		vegetaOpen("vegeta-open-sweep"),
 		floorOpen("floor-open-sweep"),
 	}}

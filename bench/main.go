@@ -19,7 +19,7 @@
 // (post-dynamic), the open model at 10,000 and 20,000 requests/s, hload
 // with its default VU pool and with a small explicit one against vegeta
 // -rate (open-10000, open-20000), hload and vegeta at each rate of
-// -sweep-rates up to the first each does not hold (open-sweep), 2,000 and
+// -sweep-rates up to the first each does not send in full (open-sweep), 2,000 and
 // 10,000 VUs waiting on the slow path (idle-vus), the dynamic POST through
 // a plugin process with the external echo plugin (plugin), and one VU
 // reading 200 MB bodies, unchecked and with body_contains (big-body).
@@ -27,7 +27,7 @@
 //
 // It prints a table per case per round, each tool's medians, the goals of
 // docs/performance.md, each marked "meets" or "below", and the sweep's
-// highest held rate per tool per round with their median. A missing tool
+// highest rate held and sent in full per tool per round with their medians. A missing tool
 // is reported with its install command and skipped. The exit code is 1
 // when a tool failed to run, its figures could not be read or hload's
 // count differs from the server's, and with -require-all when a tool is
@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 2, "how many times each tool runs; the rounds interleave the tools")
 	fs.IntVar(&o.connections, "connections", 50, "connections (hload: VUs) of each tool in the closed-model cases")
 	fs.StringVar(&onlyCases, "cases", "", "comma-separated cases to run (default all: "+strings.Join(caseNames(all), ",")+
-		"; open-sweep adds up to 2 runs per -sweep-rates rate per round, 16 at the defaults, against the other cases' 24 run lengths: up to 1.7x the time)")
+		"; open-sweep adds up to 3 runs per -sweep-rates rate per round, 27 at the defaults, against the other cases' 26 run lengths: up to twice the time)")
 	fs.StringVar(&sweepRates, "sweep-rates", defaultSweepRates, "comma-separated increasing rates per second of the open-sweep case, each run for -duration")
 	fs.StringVar(&onlyTools, "tools", "", "comma-separated tools to run, of any case (default every tool of the cases)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
@@ -345,7 +345,7 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	}
 	if len(sweepers) > 0 {
 		rep.SweepRates = o.sweepRates
-		fmt.Fprintf(out, "open-sweep: %s/s, each for %s, up to the first rate a tool does not hold\n", joinInts(o.sweepRates), o.duration)
+		fmt.Fprintf(out, "open-sweep: %s/s, each for %s, up to the first rate a tool does not send in full\n", joinInts(o.sweepRates), o.duration)
 	}
 
 	// runTool runs a tool once; name is the run's, for its files and its

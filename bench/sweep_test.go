@@ -11,7 +11,7 @@ import (
 
 func TestParseRates(t *testing.T) {
 	rates, err := parseRates(defaultSweepRates)
-	if err != nil || !slices.Equal(rates, []int{5000, 10000, 15000, 20000, 25000, 30000, 35000, 40000}) {
+	if err != nil || !slices.Equal(rates, []int{2000, 5000, 10000, 15000, 20000, 25000, 30000, 35000, 40000}) {
 		t.Errorf("the default rates = %v, %v", rates, err)
 	}
 	if rates, err := parseRates("2000, 4000"); err != nil || !slices.Equal(rates, []int{2000, 4000}) {
@@ -82,8 +82,16 @@ func TestHighestHeld(t *testing.T) {
 		// A rate held above one that was not does not count.
 		{[]sweepStep{s(5000, true), s(10000, false), s(15000, true)}, 5000},
 	} {
-		if got := highestHeld(tt.steps); got != tt.want {
-			t.Errorf("highestHeld(%+v) = %d, want %d", tt.steps, got, tt.want)
+		if got := highest(tt.steps, isHeld); got != tt.want {
+			t.Errorf("highest(%+v, isHeld) = %d, want %d", tt.steps, got, tt.want)
+		}
+		// The same steps by Sent: the criterion is the one asked for.
+		sent := slices.Clone(tt.steps)
+		for i := range sent {
+			sent[i].Sent, sent[i].Held = sent[i].Held, false
+		}
+		if got := highest(sent, isSent); got != tt.want {
+			t.Errorf("highest(%+v, isSent) = %d, want %d", sent, got, tt.want)
 		}
 	}
 }
@@ -117,14 +125,19 @@ func TestSweepRound(t *testing.T) {
 			}
 			return r, nil
 		}
-		if rate == 30000 {
+		// Late from 30,000/s on, and short of the plan at 40,000/s: the
+		// late rates are sent in full, not held, and the sweep goes on.
+		switch {
+		case rate == 40000:
+			return step(rate, 0.98, 0, 9), nil
+		case rate >= 30000:
 			return step(rate, 1, 0, 2.5), nil
 		}
 		return step(rate, 1, 0, 0.5), nil
 	}
 	runs, failed := sweepRound(rates, tools, 2, run)
 	want := "hload@5000 vegeta@5000 floor@5000 hload@10000 vegeta@10000 floor@10000 hload@15000 vegeta@15000 floor@15000 " +
-		"hload@20000 floor@20000 hload@25000 floor@25000 hload@30000 floor@30000"
+		"hload@20000 floor@20000 hload@25000 floor@25000 hload@30000 floor@30000 hload@35000 floor@35000 hload@40000 floor@40000"
 	if got := strings.Join(calls, " "); got != want {
 		t.Errorf("runs %s\nwant %s", got, want)
 	}
@@ -134,12 +147,18 @@ func TestSweepRound(t *testing.T) {
 	if len(runs) != 3 || runs[2].Highest != 25000 || runs[0].Highest != 25000 || runs[1].Highest != 10000 || runs[0].Round != 2 || runs[1].Steps[2].Run.Round != 2 {
 		t.Fatalf("runs %+v", runs)
 	}
+	if runs[0].HighestSent != 35000 || runs[2].HighestSent != 35000 || runs[1].HighestSent != 10000 {
+		t.Errorf("highest sent in full: hload %d, vegeta %d, floor %d; want 35000, 10000, 35000", runs[0].HighestSent, runs[1].HighestSent, runs[2].HighestSent)
+	}
 	for _, r := range []sweepRun{runs[0], runs[2]} {
-		if last := r.Steps[len(r.Steps)-1]; last.Held || last.Why != "start lateness p99 2.50 ms" {
+		if late := r.Steps[5]; late.Held || !late.Sent || late.Why != "start lateness p99 2.50 ms" {
+			t.Errorf("%s at 30,000/s: %+v", r.Tool, late)
+		}
+		if last := r.Steps[len(r.Steps)-1]; last.Held || last.Sent || last.Why != "sent 98.00 % of the plan" {
 			t.Errorf("%s's last step %+v", r.Tool, last)
 		}
 	}
-	if last := runs[1].Steps[2]; last.Held || last.Why != "3 of 150000 requests failed" || last.Run.Error == "" {
+	if last := runs[1].Steps[2]; last.Held || last.Sent || last.Why != "3 of 150000 requests failed" || last.Run.Error == "" {
 		t.Errorf("vegeta's last step %+v", last)
 	}
 
@@ -163,9 +182,9 @@ func TestSweepRound(t *testing.T) {
 // tool's highest held rate, and over the rounds each round's and the
 // median; the JSON has them too.
 func TestPrintSweep(t *testing.T) {
-	hload := sweepRun{Tool: "hload-open-sweep", Round: 1, Highest: 5000, Steps: []sweepStep{
-		{Rate: 5000, Held: true, Run: step(5000, 1, 0, 0.41)},
-		{Rate: 10000, Why: "start lateness p99 2.50 ms", Run: step(10000, 1, 0, 2.5)},
+	hload := sweepRun{Tool: "hload-open-sweep", Round: 1, Highest: 5000, HighestSent: 10000, Steps: []sweepStep{
+		{Rate: 5000, Held: true, Sent: true, Run: step(5000, 1, 0, 0.41)},
+		{Rate: 10000, Sent: true, Why: "start lateness p99 2.50 ms", Run: step(10000, 1, 0, 2.5)},
 	}}
 	vegeta := sweepRun{Tool: "vegeta-open-sweep", Round: 1, Steps: []sweepStep{
 		{Rate: 5000, Why: "sent 99.00 % of the plan", Run: step(5000, 0.99, 0, -1)},
@@ -179,8 +198,8 @@ func TestPrintSweep(t *testing.T) {
 		"hload-open-sweep   5,000   100.00 %        0             0.41     40   yes",
 		"hload-open-sweep  10,000   100.00 %        0             2.50     40    no  start lateness p99 2.50 ms",
 		"vegeta-open-sweep   5,000    99.00 %        0                -     40    no  sent 99.00 % of the plan",
-		"hload-open-sweep: highest rate held 5,000/s",
-		"vegeta-open-sweep: highest rate held none",
+		"hload-open-sweep: highest rate held 5,000/s, sent in full 10,000/s",
+		"vegeta-open-sweep: highest rate held none, sent in full none",
 		"vegeta reports no lateness",
 	} {
 		if !strings.Contains(out, want) {
@@ -189,16 +208,21 @@ func TestPrintSweep(t *testing.T) {
 	}
 
 	hload2, vegeta2 := hload, vegeta
-	hload2.Round, hload2.Highest, vegeta2.Round, vegeta2.Highest = 2, 10000, 2, 10000
+	hload2.Round, hload2.Highest, hload2.HighestSent, vegeta2.Round, vegeta2.Highest, vegeta2.HighestSent = 2, 10000, 20000, 2, 10000, 10000
 	meds := sweepMedians([]sweepRun{hload, vegeta, hload2, vegeta2})
 	if len(meds) != 2 || meds[0].Tool != "hload-open-sweep" || !slices.Equal(meds[0].Highest, []int{5000, 10000}) || meds[0].Median != 7500 ||
-		meds[1].Median != 5000 {
+		!slices.Equal(meds[0].Sent, []int{10000, 20000}) || meds[0].MedianSent != 15000 || meds[1].Median != 5000 || meds[1].MedianSent != 5000 {
 		t.Fatalf("medians %+v", meds)
 	}
 	b.Reset()
 	printSweepMedians(&b, 2, meds)
-	if out := b.String(); !strings.Contains(out, "round 1   round 2   median") || !strings.Contains(out, "vegeta-open-sweep     none  10,000/s  5,000/s") {
-		t.Errorf("the medians:\n%s", out)
+	for _, want := range []string{"round 1   round 2    median",
+		"hload-open-sweep          held   5,000/s  10,000/s   7,500/s",
+		"hload-open-sweep  sent in full  10,000/s  20,000/s  15,000/s",
+		"vegeta-open-sweep          held      none  10,000/s   5,000/s"} {
+		if out := b.String(); !strings.Contains(out, want) {
+			t.Errorf("no %q in the medians:\n%s", want, out)
+		}
 	}
 
 	data, err := json.Marshal(report{SweepRates: []int{5000, 10000}, Sweeps: []sweepRun{hload}, SweepMedians: meds})
@@ -206,7 +230,8 @@ func TestPrintSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, field := range []string{`"sweep_rates":[5000,10000]`, `"highest_held_rate":5000`, `"why_not":"start lateness p99 2.50 ms"`,
-		`"server_connections":40`, `"median_highest_held_rate":7500`} {
+		`"server_connections":40`, `"median_highest_held_rate":7500`, `"highest_sent_rate":10000`, `"sent_in_full":true`,
+		`"highest_sent_rates":[10000,20000]`, `"median_highest_sent_rate":15000`} {
 		if !strings.Contains(string(data), field) {
 			t.Errorf("no %s in %s", field, data)
 		}
