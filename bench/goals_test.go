@@ -190,10 +190,11 @@ func TestGoalsWithMissingTools(t *testing.T) {
 // the server's counts.
 func TestMediansOfTheNewFigures(t *testing.T) {
 	l1, l2, l3 := 0.5, 3.0, 1.0
+	s1, s3 := 12.0, 30.0
 	runs := []result{
-		{Case: "open-10000", Tool: "hload-open-10000", Round: 1, CPUMicrosPerReq: 30, Planned: 2000, Requests: 1990, Dropped: 10, LatenessP99Ms: &l1, ServerRequests: 1990, ServerConnections: 140},
+		{Case: "open-10000", Tool: "hload-open-10000", Round: 1, CPUMicrosPerReq: 30, Planned: 2000, Requests: 1990, Dropped: 10, LatenessP99Ms: &l1, ServerRequests: 1990, ServerConnections: 140, ServerStallMs: &s1},
 		{Case: "open-10000", Tool: "hload-open-10000", Round: 2, CPUMicrosPerReq: 50, Planned: 2000, Requests: 2000, Dropped: 0, LatenessP99Ms: &l2, ServerRequests: 2000, ServerConnections: 100},
-		{Case: "open-10000", Tool: "hload-open-10000", Round: 3, CPUMicrosPerReq: 40, Planned: 2000, Requests: 1999, Dropped: 1, LatenessP99Ms: &l3, ServerRequests: 1999, ServerConnections: 108},
+		{Case: "open-10000", Tool: "hload-open-10000", Round: 3, CPUMicrosPerReq: 40, Planned: 2000, Requests: 1999, Dropped: 1, LatenessP99Ms: &l3, ServerRequests: 1999, ServerConnections: 108, ServerStallMs: &s3},
 		{Case: "open-10000", Tool: "vegeta-open-10000", Round: 1, CPUMicrosPerReq: 70, Planned: 2000, Requests: 2000, ServerRequests: 2000, ServerConnections: -1},
 	}
 	meds := medians(runs)
@@ -202,10 +203,11 @@ func TestMediansOfTheNewFigures(t *testing.T) {
 	}
 	h := meds[0]
 	if h.Case != "open-10000" || h.CPUMicrosPerReq != 40 || h.Planned != 2000 || h.Requests != 1999 || h.Dropped != 1 ||
-		h.LatenessP99Ms == nil || *h.LatenessP99Ms != 1.0 || h.ServerRequests != 1999 || h.ServerConnections != 108 {
+		h.LatenessP99Ms == nil || *h.LatenessP99Ms != 1.0 || h.ServerRequests != 1999 || h.ServerConnections != 108 ||
+		h.ServerStallMs == nil || *h.ServerStallMs != 21 {
 		t.Errorf("hload's medians = %+v", h)
 	}
-	if v := meds[1]; v.LatenessP99Ms != nil || v.CPUMicrosPerReq != 70 || v.ServerConnections != -1 {
+	if v := meds[1]; v.LatenessP99Ms != nil || v.ServerStallMs != nil || v.CPUMicrosPerReq != 70 || v.ServerConnections != -1 {
 		t.Errorf("vegeta reports no lateness; medians = %+v", v)
 	}
 }
@@ -213,9 +215,9 @@ func TestMediansOfTheNewFigures(t *testing.T) {
 // The table of an open-model case has the open columns, the server's
 // connections among them, and the other cases' tables do not.
 func TestPrintResultsPerCase(t *testing.T) {
-	late := 2.63
+	late, stall := 2.63, 41.5
 	open := med("open-10000", "hload-open-10000", 1991, 180.3)
-	open.Planned, open.LatenessP99Ms, open.ServerRequests, open.ServerConnections = 2000, &late, 2000, 1234
+	open.Planned, open.LatenessP99Ms, open.ServerRequests, open.ServerConnections, open.ServerStallMs = 2000, &late, 2000, 1234, &stall
 	pool := med("open-10000", "hload-open-10000-pool", 1991, 180.3)
 	pool.Planned = 2000
 	var b strings.Builder
@@ -230,14 +232,15 @@ func TestPrintResultsPerCase(t *testing.T) {
 		!strings.Contains(openTable, "planned") || !strings.Contains(openTable, "2.63") {
 		t.Errorf("open columns in the wrong table:\n%s", out)
 	}
-	// conns is the last column: 1,234 ends hload's row, and the pool's
-	// unknown count is "?", not 0.
-	last2 := func(line string) string {
+	// conns and the server's stall are the last columns: 1,234 and 41.5
+	// end hload's row, and the pool's unknown count is "?", not 0.
+	last3 := func(line string) string {
 		f := strings.Fields(line)
-		return strings.Join(f[len(f)-2:], " ")
+		return strings.Join(f[len(f)-3:], " ")
 	}
 	lines := strings.Split(openTable, "\n")
-	if last2(lines[1]) != "ms conns" || last2(lines[2]) != "2.63 1,234" || last2(lines[3]) != "- ?" {
+	if last3(lines[1]) != "conns server stall ms" && !strings.HasSuffix(lines[1], "conns  server stall ms") ||
+		last3(lines[2]) != "2.63 1,234 41.5" || last3(lines[3]) != "- ? -" {
 		t.Errorf("the conns column:\n%s", openTable)
 	}
 	if !strings.Contains(openTable, "vegeta-open-10000 failed: exit status 1: boom") {
@@ -293,13 +296,14 @@ func TestSelectTools(t *testing.T) {
 	}
 }
 
-// The server's count is "HTTP ECHO CONNS"; anything else, the two counts
-// of an older server among them, is an error, never a zero count.
+// The server's count is "HTTP ECHO CONNS STALL_US"; anything else, the
+// three counts of an older server among them, is an error, never a zero
+// count.
 func TestParseCounts(t *testing.T) {
-	if c, err := parseCounts([]byte("123 45 6\n")); c != (serverCounts{requests: 123, echoes: 45, conns: 6}) || err != nil {
+	if c, err := parseCounts([]byte("123 45 6 7890\n")); c != (serverCounts{requests: 123, echoes: 45, conns: 6, stallUs: 7890}) || err != nil {
 		t.Errorf("parseCounts = %+v, %v", c, err)
 	}
-	for _, bad := range []string{"", "123", "123 45", "x 1 2", "1 y 2", "1 2 z", "1 2 3 4", "<html>"} {
+	for _, bad := range []string{"", "123", "123 45", "123 45 6", "x 1 2 3", "1 y 2 3", "1 2 z 3", "1 2 3 w", "1 2 3 4 5", "<html>"} {
 		if c, err := parseCounts([]byte(bad)); err == nil {
 			t.Errorf("parseCounts(%q) = %+v, no error", bad, c)
 		}

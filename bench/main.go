@@ -460,6 +460,9 @@ func runOnce(ctx context.Context, pin pinning, srv *server, t *tool, r toolRun) 
 			res.ServerRequests = after.echoes - before.echoes
 		}
 		res.ServerConnections = after.conns - before.conns
+		// The count before the run reset the server's longest stall.
+		stall := float64(after.stallUs) / 1000
+		res.ServerStallMs = &stall
 	}
 	if err != nil {
 		return res, err

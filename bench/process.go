@@ -46,11 +46,42 @@ func serveBig(w http.ResponseWriter, size int64) {
 }
 
 // countPath is where the target server tells how many requests it has
-// answered, how many echo connections it has served and how many HTTP
-// connections it has accepted, as "HTTP ECHO CONNS": counts hload did not
-// write, to check its own against, and the connections a tool's pool
-// opened, which no tool reports the same way.
+// answered, how many echo connections it has served, how many HTTP
+// connections it has accepted and its longest stall since the last read,
+// as "HTTP ECHO CONNS STALL_US": counts hload did not write, to check its
+// own against, the connections a tool's pool opened, which no tool
+// reports the same way, and how long the server's core stopped serving.
 const countPath = "/__count"
+
+// stallTick is how often the server's stall watch wakes.
+const stallTick = time.Millisecond
+
+// watchStalls wakes every stallTick until done closes, and keeps in most
+// the longest a wake-up came late while the server was answering requests
+// (the requests counter moved across it): how long the server's core went
+// without running the server (the hypervisor, another process). An open
+// model that keeps its schedule through a stall of S has rate x S calls
+// in flight at once, one connection each over HTTP/1.1, whatever the
+// tool: this is the server's own account of what a pool had to grow for.
+// A stall while no request came is not the load's, and is not counted.
+func watchStalls(requests *atomic.Int64, most *atomic.Int64, done <-chan struct{}) {
+	t := time.NewTicker(stallTick)
+	defer t.Stop()
+	last, seen := time.Now(), requests.Load()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			n := requests.Load()
+			now := time.Now()
+			if late := now.Sub(last) - stallTick; n != seen && late > time.Duration(most.Load()) {
+				most.Store(int64(late))
+			}
+			last, seen = now, n
+		}
+	}
+}
 
 // serve is the target server: this binary run again with -serve. It
 // answers every request on a loopback port with the 60-byte body, after
@@ -68,11 +99,14 @@ func serve(stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var requests, echoes, conns atomic.Int64
+	var requests, echoes, conns, stall atomic.Int64
+	done := make(chan struct{})
+	defer close(done)
+	go watchStalls(&requests, &stall, done)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == countPath {
-				fmt.Fprintf(w, "%d %d %d", requests.Load(), echoes.Load(), conns.Load())
+				fmt.Fprintf(w, "%d %d %d %d", requests.Load(), echoes.Load(), conns.Load(), stall.Swap(0)/int64(time.Microsecond))
 				return
 			}
 			requests.Add(1)
@@ -232,9 +266,11 @@ func (s *server) check() error {
 }
 
 // serverCounts are what the server has counted so far: the requests it
-// answered, the echo connections and the HTTP connections it accepted.
+// answered, the echo connections and the HTTP connections it accepted;
+// and its longest stall under load since the count before, in µs.
 type serverCounts struct {
 	requests, echoes, conns int64
+	stallUs                 int64
 }
 
 // counts are the server's counts so far, or an error. The connections
@@ -268,10 +304,10 @@ func (s *server) counts() (serverCounts, error) {
 	return c, nil
 }
 
-// parseCounts reads the server's "HTTP ECHO CONNS" counts.
+// parseCounts reads the server's "HTTP ECHO CONNS STALL_US" counts.
 func parseCounts(data []byte) (serverCounts, error) {
 	fields := strings.Fields(string(data))
-	var n [3]int64
+	var n [4]int64
 	if len(fields) != len(n) {
 		return serverCounts{}, fmt.Errorf("the target server's count: cannot read %q", data)
 	}
@@ -281,7 +317,7 @@ func parseCounts(data []byte) (serverCounts, error) {
 			return serverCounts{}, fmt.Errorf("the target server's count: cannot read %q", data)
 		}
 	}
-	return serverCounts{requests: n[0], echoes: n[1], conns: n[2]}, nil
+	return serverCounts{requests: n[0], echoes: n[1], conns: n[2], stallUs: n[3]}, nil
 }
 
 // cpuSeconds is the CPU time (user+sys) the server has used so far, from

@@ -28,6 +28,9 @@ type result struct {
 	// ServerConnections are the HTTP connections the server accepted
 	// during the run; -1 unknown.
 	ServerConnections int64 `json:"server_connections"`
+	// ServerStallMs is the longest the server's core stopped serving
+	// during the run, by its own clock; nil unknown.
+	ServerStallMs *float64 `json:"server_stall_max_ms,omitempty"`
 	// Of the open-model cases: the requests the rate plans over the run,
 	// hload's dropped iterations and the p99 of its start lateness.
 	Planned       int64    `json:"planned,omitempty"`
@@ -111,19 +114,27 @@ func medians(runs []result) []result {
 		if saturated > 0 {
 			m.Saturated = fmt.Sprintf("in %d of %d rounds: %s", saturated, len(ok), reason)
 		}
-		var late []float64
-		for _, r := range ok {
-			if r.LatenessP99Ms != nil {
-				late = append(late, *r.LatenessP99Ms)
-			}
-		}
-		if len(late) > 0 {
-			v := median(late)
-			m.LatenessP99Ms = &v
-		}
+		m.LatenessP99Ms = medianOf(ok, func(r result) *float64 { return r.LatenessP99Ms })
+		m.ServerStallMs = medianOf(ok, func(r result) *float64 { return r.ServerStallMs })
 		out = append(out, m)
 	}
 	return out
+}
+
+// medianOf is the median of a figure the runs may not have, or nil when
+// none has it.
+func medianOf(rs []result, f func(result) *float64) *float64 {
+	var xs []float64
+	for _, r := range rs {
+		if v := f(r); v != nil {
+			xs = append(xs, *v)
+		}
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	v := median(xs)
+	return &v
 }
 
 // ratio is one goal of docs/performance.md, as measured in this
@@ -379,7 +390,7 @@ func printCase(w io.Writer, title string, rs []result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "tool\trequests\trequests/s\tCPU s\tCPU us/request\trequests/CPU-s\tpeak RSS MB\tserver CPU s\tserver count\t"
 	if open {
-		head += "planned\tdropped\tlateness p99 ms\tconns\t"
+		head += "planned\tdropped\tlateness p99 ms\tconns\tserver stall ms\t"
 	}
 	if idle {
 		head += "VUs\t"
@@ -406,7 +417,11 @@ func printCase(w io.Writer, title string, rs []result) {
 			if r.Planned > 0 {
 				planned = thousands(float64(r.Planned))
 			}
-			row += fmt.Sprintf("%s\t%d\t%s\t%s\t", planned, r.Dropped, late, count(r.ServerConnections))
+			stall := "-"
+			if r.ServerStallMs != nil {
+				stall = fmt.Sprintf("%.1f", *r.ServerStallMs)
+			}
+			row += fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t", planned, r.Dropped, late, count(r.ServerConnections), stall)
 		}
 		if idle {
 			row += strconv.Itoa(r.VUs) + "\t"
