@@ -1381,6 +1381,104 @@ func (x *PrepareResponse) GetHandle() uint32 {
 	return 0
 }
 
+type DirectRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectRequest) Reset() {
+	*x = DirectRequest{}
+	mi := &file_hload_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectRequest) ProtoMessage() {}
+
+func (x *DirectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectRequest.ProtoReflect.Descriptor instead.
+func (*DirectRequest) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{14}
+}
+
+type DirectResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Network string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"` // "unix" or "tcp", as net.Dial takes it
+	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	// What the connection sends first, so that only the host, which got it
+	// over the mutual TLS of gRPC, can use it.
+	Token         []byte `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectResponse) Reset() {
+	*x = DirectResponse{}
+	mi := &file_hload_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectResponse) ProtoMessage() {}
+
+func (x *DirectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hload_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectResponse.ProtoReflect.Descriptor instead.
+func (*DirectResponse) Descriptor() ([]byte, []int) {
+	return file_hload_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DirectResponse) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *DirectResponse) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DirectResponse) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
 type TemplateRequest struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId uint64                 `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1396,7 +1494,7 @@ type TemplateRequest struct {
 
 func (x *TemplateRequest) Reset() {
 	*x = TemplateRequest{}
-	mi := &file_hload_proto_msgTypes[14]
+	mi := &file_hload_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1506,7 @@ func (x *TemplateRequest) String() string {
 func (*TemplateRequest) ProtoMessage() {}
 
 func (x *TemplateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[14]
+	mi := &file_hload_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1519,7 @@ func (x *TemplateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateRequest.ProtoReflect.Descriptor instead.
 func (*TemplateRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{14}
+	return file_hload_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TemplateRequest) GetClientId() uint64 {
@@ -1463,7 +1561,7 @@ type TemplateResponse struct {
 
 func (x *TemplateResponse) Reset() {
 	*x = TemplateResponse{}
-	mi := &file_hload_proto_msgTypes[15]
+	mi := &file_hload_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1573,7 @@ func (x *TemplateResponse) String() string {
 func (*TemplateResponse) ProtoMessage() {}
 
 func (x *TemplateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[15]
+	mi := &file_hload_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1586,7 @@ func (x *TemplateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TemplateResponse.ProtoReflect.Descriptor instead.
 func (*TemplateResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{15}
+	return file_hload_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TemplateResponse) GetHandle() uint32 {
@@ -1507,7 +1605,7 @@ type CloseRequest struct {
 
 func (x *CloseRequest) Reset() {
 	*x = CloseRequest{}
-	mi := &file_hload_proto_msgTypes[16]
+	mi := &file_hload_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1617,7 @@ func (x *CloseRequest) String() string {
 func (*CloseRequest) ProtoMessage() {}
 
 func (x *CloseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[16]
+	mi := &file_hload_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1630,7 @@ func (x *CloseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseRequest.ProtoReflect.Descriptor instead.
 func (*CloseRequest) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{16}
+	return file_hload_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CloseRequest) GetClientId() uint64 {
@@ -1551,7 +1649,7 @@ type CloseResponse struct {
 
 func (x *CloseResponse) Reset() {
 	*x = CloseResponse{}
-	mi := &file_hload_proto_msgTypes[17]
+	mi := &file_hload_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1661,7 @@ func (x *CloseResponse) String() string {
 func (*CloseResponse) ProtoMessage() {}
 
 func (x *CloseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hload_proto_msgTypes[17]
+	mi := &file_hload_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1674,7 @@ func (x *CloseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseResponse.ProtoReflect.Descriptor instead.
 func (*CloseResponse) Descriptor() ([]byte, []int) {
-	return file_hload_proto_rawDescGZIP(), []int{17}
+	return file_hload_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CloseResponse) GetError() string {
@@ -1705,7 +1803,12 @@ const file_hload_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12'\n" +
 	"\x0frequest_msgpack\x18\x02 \x01(\fR\x0erequestMsgpack\")\n" +
 	"\x0fPrepareResponse\x12\x16\n" +
-	"\x06handle\x18\x01 \x01(\rR\x06handle\"\x88\x01\n" +
+	"\x06handle\x18\x01 \x01(\rR\x06handle\"\x0f\n" +
+	"\rDirectRequest\"Z\n" +
+	"\x0eDirectResponse\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\fR\x05token\"\x88\x01\n" +
 	"\x0fTemplateRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\x12\x1d\n" +
 	"\n" +
@@ -1717,7 +1820,7 @@ const file_hload_proto_rawDesc = "" +
 	"\fCloseRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x04R\bclientId\"%\n" +
 	"\rCloseResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error2\xa3\x04\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error2\xee\x04\n" +
 	"\bProtocol\x12O\n" +
 	"\bDescribe\x12 .hload.plugin.v1.DescribeRequest\x1a!.hload.plugin.v1.DescribeResponse\x12C\n" +
 	"\x04Open\x12\x1c.hload.plugin.v1.OpenRequest\x1a\x1d.hload.plugin.v1.OpenResponse\x12C\n" +
@@ -1725,7 +1828,8 @@ const file_hload_proto_rawDesc = "" +
 	"\vCloseClient\x12\x1d.hload.plugin.v1.CloseRequest\x1a\x1e.hload.plugin.v1.CloseResponse\x12O\n" +
 	"\bValidate\x12 .hload.plugin.v1.ValidateRequest\x1a!.hload.plugin.v1.ValidateResponse\x12L\n" +
 	"\aPrepare\x12\x1f.hload.plugin.v1.PrepareRequest\x1a .hload.plugin.v1.PrepareResponse\x12O\n" +
-	"\bTemplate\x12 .hload.plugin.v1.TemplateRequest\x1a!.hload.plugin.v1.TemplateResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
+	"\bTemplate\x12 .hload.plugin.v1.TemplateRequest\x1a!.hload.plugin.v1.TemplateResponse\x12I\n" +
+	"\x06Direct\x12\x1e.hload.plugin.v1.DirectRequest\x1a\x1f.hload.plugin.v1.DirectResponseB&Z$github.com/hload/hload/plugins/protob\x06proto3"
 
 var (
 	file_hload_proto_rawDescOnce sync.Once
@@ -1740,7 +1844,7 @@ func file_hload_proto_rawDescGZIP() []byte {
 }
 
 var file_hload_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_hload_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_hload_proto_goTypes = []any{
 	(ValidateRequest_Kind)(0), // 0: hload.plugin.v1.ValidateRequest.Kind
 	(*DescribeRequest)(nil),   // 1: hload.plugin.v1.DescribeRequest
@@ -1757,10 +1861,12 @@ var file_hload_proto_goTypes = []any{
 	(*ValidateResponse)(nil),  // 12: hload.plugin.v1.ValidateResponse
 	(*PrepareRequest)(nil),    // 13: hload.plugin.v1.PrepareRequest
 	(*PrepareResponse)(nil),   // 14: hload.plugin.v1.PrepareResponse
-	(*TemplateRequest)(nil),   // 15: hload.plugin.v1.TemplateRequest
-	(*TemplateResponse)(nil),  // 16: hload.plugin.v1.TemplateResponse
-	(*CloseRequest)(nil),      // 17: hload.plugin.v1.CloseRequest
-	(*CloseResponse)(nil),     // 18: hload.plugin.v1.CloseResponse
+	(*DirectRequest)(nil),     // 15: hload.plugin.v1.DirectRequest
+	(*DirectResponse)(nil),    // 16: hload.plugin.v1.DirectResponse
+	(*TemplateRequest)(nil),   // 17: hload.plugin.v1.TemplateRequest
+	(*TemplateResponse)(nil),  // 18: hload.plugin.v1.TemplateResponse
+	(*CloseRequest)(nil),      // 19: hload.plugin.v1.CloseRequest
+	(*CloseResponse)(nil),     // 20: hload.plugin.v1.CloseResponse
 }
 var file_hload_proto_depIdxs = []int32{
 	2,  // 0: hload.plugin.v1.DescribeResponse.target_schema:type_name -> hload.plugin.v1.Attribute
@@ -1772,19 +1878,21 @@ var file_hload_proto_depIdxs = []int32{
 	1,  // 6: hload.plugin.v1.Protocol.Describe:input_type -> hload.plugin.v1.DescribeRequest
 	4,  // 7: hload.plugin.v1.Protocol.Open:input_type -> hload.plugin.v1.OpenRequest
 	6,  // 8: hload.plugin.v1.Protocol.Run:input_type -> hload.plugin.v1.CallBatch
-	17, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
+	19, // 9: hload.plugin.v1.Protocol.CloseClient:input_type -> hload.plugin.v1.CloseRequest
 	11, // 10: hload.plugin.v1.Protocol.Validate:input_type -> hload.plugin.v1.ValidateRequest
 	13, // 11: hload.plugin.v1.Protocol.Prepare:input_type -> hload.plugin.v1.PrepareRequest
-	15, // 12: hload.plugin.v1.Protocol.Template:input_type -> hload.plugin.v1.TemplateRequest
-	3,  // 13: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
-	5,  // 14: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
-	8,  // 15: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
-	18, // 16: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
-	12, // 17: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
-	14, // 18: hload.plugin.v1.Protocol.Prepare:output_type -> hload.plugin.v1.PrepareResponse
-	16, // 19: hload.plugin.v1.Protocol.Template:output_type -> hload.plugin.v1.TemplateResponse
-	13, // [13:20] is the sub-list for method output_type
-	6,  // [6:13] is the sub-list for method input_type
+	17, // 12: hload.plugin.v1.Protocol.Template:input_type -> hload.plugin.v1.TemplateRequest
+	15, // 13: hload.plugin.v1.Protocol.Direct:input_type -> hload.plugin.v1.DirectRequest
+	3,  // 14: hload.plugin.v1.Protocol.Describe:output_type -> hload.plugin.v1.DescribeResponse
+	5,  // 15: hload.plugin.v1.Protocol.Open:output_type -> hload.plugin.v1.OpenResponse
+	8,  // 16: hload.plugin.v1.Protocol.Run:output_type -> hload.plugin.v1.SampleBatch
+	20, // 17: hload.plugin.v1.Protocol.CloseClient:output_type -> hload.plugin.v1.CloseResponse
+	12, // 18: hload.plugin.v1.Protocol.Validate:output_type -> hload.plugin.v1.ValidateResponse
+	14, // 19: hload.plugin.v1.Protocol.Prepare:output_type -> hload.plugin.v1.PrepareResponse
+	18, // 20: hload.plugin.v1.Protocol.Template:output_type -> hload.plugin.v1.TemplateResponse
+	16, // 21: hload.plugin.v1.Protocol.Direct:output_type -> hload.plugin.v1.DirectResponse
+	14, // [14:22] is the sub-list for method output_type
+	6,  // [6:14] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1801,7 +1909,7 @@ func file_hload_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hload_proto_rawDesc), len(file_hload_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const (
 	Protocol_Validate_FullMethodName    = "/hload.plugin.v1.Protocol/Validate"
 	Protocol_Prepare_FullMethodName     = "/hload.plugin.v1.Protocol/Prepare"
 	Protocol_Template_FullMethodName    = "/hload.plugin.v1.Protocol/Template"
+	Protocol_Direct_FullMethodName      = "/hload.plugin.v1.Protocol/Direct"
 )
 
 // ProtocolClient is the client API for Protocol service.
@@ -65,6 +66,17 @@ type ProtocolClient interface {
 	// whose client takes no templates answers FailedPrecondition, so the
 	// calls carry their whole requests as before.
 	Template(ctx context.Context, in *TemplateRequest, opts ...grpc.CallOption) (*TemplateResponse, error)
+	// Direct opens a connection of its own for a Run stream, beside gRPC's:
+	// the plugin listens on a fresh unix socket in a private folder (a
+	// loopback TCP port where it has none) for one connection, which must
+	// first send the token, and then carries the same CallBatch and
+	// SampleBatch messages as Run, each preceded by its length (a varint),
+	// without gRPC's HTTP/2 framing, flow control and TLS records. The
+	// first CallBatch names the client, as on Run. Within protocol version
+	// 4: a plugin that speaks an older one is never asked, one built before
+	// it answers Unimplemented, and the host falls back to Run then and
+	// whenever the connection cannot be made.
+	Direct(ctx context.Context, in *DirectRequest, opts ...grpc.CallOption) (*DirectResponse, error)
 }
 
 type protocolClient struct {
@@ -160,6 +172,15 @@ func (c *protocolClient) Template(ctx context.Context, in *TemplateRequest, opts
 	return out, nil
 }
 
+func (c *protocolClient) Direct(ctx context.Context, in *DirectRequest, opts ...grpc.CallOption) (*DirectResponse, error) {
+	out := new(DirectResponse)
+	err := c.cc.Invoke(ctx, Protocol_Direct_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProtocolServer is the server API for Protocol service.
 // All implementations must embed UnimplementedProtocolServer
 // for forward compatibility
@@ -192,6 +213,17 @@ type ProtocolServer interface {
 	// whose client takes no templates answers FailedPrecondition, so the
 	// calls carry their whole requests as before.
 	Template(context.Context, *TemplateRequest) (*TemplateResponse, error)
+	// Direct opens a connection of its own for a Run stream, beside gRPC's:
+	// the plugin listens on a fresh unix socket in a private folder (a
+	// loopback TCP port where it has none) for one connection, which must
+	// first send the token, and then carries the same CallBatch and
+	// SampleBatch messages as Run, each preceded by its length (a varint),
+	// without gRPC's HTTP/2 framing, flow control and TLS records. The
+	// first CallBatch names the client, as on Run. Within protocol version
+	// 4: a plugin that speaks an older one is never asked, one built before
+	// it answers Unimplemented, and the host falls back to Run then and
+	// whenever the connection cannot be made.
+	Direct(context.Context, *DirectRequest) (*DirectResponse, error)
 	mustEmbedUnimplementedProtocolServer()
 }
 
@@ -219,6 +251,9 @@ func (UnimplementedProtocolServer) Prepare(context.Context, *PrepareRequest) (*P
 }
 func (UnimplementedProtocolServer) Template(context.Context, *TemplateRequest) (*TemplateResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Template not implemented")
+}
+func (UnimplementedProtocolServer) Direct(context.Context, *DirectRequest) (*DirectResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Direct not implemented")
 }
 func (UnimplementedProtocolServer) mustEmbedUnimplementedProtocolServer() {}
 
@@ -367,6 +402,24 @@ func _Protocol_Template_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Protocol_Direct_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DirectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProtocolServer).Direct(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Protocol_Direct_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProtocolServer).Direct(ctx, req.(*DirectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Protocol_ServiceDesc is the grpc.ServiceDesc for Protocol service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -397,6 +450,10 @@ var Protocol_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Template",
 			Handler:    _Protocol_Template_Handler,
+		},
+		{
+			MethodName: "Direct",
+			Handler:    _Protocol_Direct_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -26,6 +26,9 @@ const SDKVersion = "0.1.0"
 // per-call one by attribute, with a table of types. Version 4 sends a
 // per-call request's shape once (the Template RPC), to a plugin whose
 // client takes templates, and then each call's holes' values only.
+// Within version 4, the Direct RPC carries the Run stream on a
+// connection of its own rather than over gRPC; a plugin built before it
+// answers Unimplemented, and its stream goes over gRPC.
 const ProtocolVersion = 4
 
 // OldestProtocolVersion is the oldest wire version both ends still speak:

@@ -40,6 +40,9 @@ type Listener interface {
 // the server's, for tests that play an older or broken plugin.
 func NewHarness(impl protocols.Protocol, opts RemoteOptions, lis Listener, serverOpts ...grpc.ServerOption) (*Harness, error) {
 	srv := newServer(impl, opts.protocolVersion())
+	// Direct connections go over memory too.
+	var direct memNet
+	srv.listen, opts.dial = direct.listen, direct.dial
 	gs := grpc.NewServer(append(grpcServerOptions(), serverOpts...)...)
 	proto.RegisterProtocolServer(gs, srv)
 	go gs.Serve(lis)
@@ -72,6 +75,7 @@ func (h *Harness) Close() error {
 		h.Remote.closeClients()
 		h.conn.Close()
 		h.grpc.Stop()
+		h.server.closeDirects()
 		h.server.closeAll()
 	})
 	return nil

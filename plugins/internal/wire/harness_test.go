@@ -714,7 +714,8 @@ func TestHarnessStreamBreaks(t *testing.T) {
 	for range 4 {
 		<-started
 	}
-	h.grpc.Stop() // as if the plugin process died
+	h.grpc.Stop() // as if the plugin process died, with its connections
+	h.server.closeDirects()
 
 	select {
 	case err := <-c.(protocols.Failer).Failed():

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -57,6 +58,10 @@ type RemoteOptions struct {
 	// requests go whole on every call, as a plugin built before version 3
 	// expects.
 	ProtocolVersion int
+
+	// dial connects to a plugin's direct listener; nil means net.Dialer's.
+	// A Harness sets its in-memory network's.
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 func (o RemoteOptions) protocolVersion() int {
@@ -268,7 +273,7 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 	}
 	// The stream lives as long as the client, not as Open's ctx.
 	streamCtx, cancel := context.WithCancel(context.Background())
-	stream, err := r.c.Run(streamCtx)
+	stream, err := r.openStream(ctx, streamCtx)
 	if err == nil {
 		// Names the client at once, so the plugin starts its sender and
 		// its heartbeats.
@@ -309,6 +314,40 @@ func (r *Remote) Open(ctx context.Context, target cty.Value) (protocols.Client, 
 	go c.receive()
 	go c.watch()
 	return c, nil
+}
+
+// openStream opens a client's Run stream, which lives as long as
+// streamCtx: on a direct connection at wire version 4, and over gRPC when
+// the plugin speaks an older version, was built before Direct, or the
+// connection cannot be made (the calls are the same, only dearer).
+func (r *Remote) openStream(ctx, streamCtx context.Context) (callStream, error) {
+	if r.opts.ProtocolVersion >= 4 {
+		if s, err := r.direct(ctx, streamCtx); err == nil {
+			return s, nil
+		}
+	}
+	return r.c.Run(streamCtx)
+}
+
+// direct opens a direct connection to the plugin (the Direct RPC), closed
+// when streamCtx ends.
+func (r *Remote) direct(ctx, streamCtx context.Context) (callStream, error) {
+	ctx, cancel := context.WithTimeout(ctx, directTimeout)
+	defer cancel()
+	resp, err := r.c.Direct(ctx, &proto.DirectRequest{})
+	if err != nil {
+		return nil, err
+	}
+	dial := r.opts.dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	conn, err := dialDirect(ctx, dial, resp)
+	if err != nil {
+		return nil, err
+	}
+	context.AfterFunc(streamCtx, func() { conn.Close() })
+	return directCalls{newFrames(conn)}, nil
 }
 
 // closeClients closes the clients still open.
@@ -373,7 +412,7 @@ var pendingCalls = sync.Pool{New: func() any {
 type client struct {
 	r         *Remote
 	id        uint64
-	stream    proto.Protocol_RunClient
+	stream    callStream
 	streamCtx context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -52,9 +53,15 @@ type server struct {
 	// test can play a hung plugin.
 	stall atomic.Bool
 
+	// listen makes the listener of a direct connection (the Direct RPC):
+	// listenDirect, or a Harness's in-memory one; nil plays a plugin built
+	// before Direct.
+	listen func() (directListener, error)
+
 	mu      sync.Mutex
 	nextID  uint64
 	clients map[uint64]*opened
+	directs map[net.Conn]struct{} // the direct connections being served
 }
 
 // opened is an opened client with its mirror of the run's ledger and the
@@ -95,7 +102,9 @@ func newServer(impl protocols.Protocol, version int) *server {
 		requestType: hcldec.ImpliedType(info.RequestSpec),
 		heartbeat:   heartbeatEvery,
 		version:     version,
+		listen:      listenDirect,
 		clients:     make(map[uint64]*opened),
+		directs:     make(map[net.Conn]struct{}),
 	}
 	// Encoded once: a schema the wire cannot carry is the plugin author's
 	// bug, reported by Describe to whoever starts the plugin.
@@ -282,7 +291,52 @@ func (s *server) closeAll() {
 	}
 }
 
+// Direct opens a direct connection for a Run stream (within version 4):
+// it listens for one connection, and serves the stream on it as Run does
+// once the connection has sent the token it returns.
+func (s *server) Direct(context.Context, *proto.DirectRequest) (*proto.DirectResponse, error) {
+	if s.version < 4 || s.listen == nil {
+		return nil, status.Errorf(codes.Unimplemented, "method Direct not implemented")
+	}
+	lis, err := s.listen()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "listening for a direct connection: %v", err)
+	}
+	token := newToken()
+	go func() {
+		conn, err := acceptDirect(lis, token)
+		if err != nil {
+			return // the host falls back to Run, or has gone
+		}
+		s.mu.Lock()
+		s.directs[conn] = struct{}{}
+		s.mu.Unlock()
+		s.serveRun(directSamples{newFrames(conn)})
+		conn.Close()
+		s.mu.Lock()
+		delete(s.directs, conn)
+		s.mu.Unlock()
+	}()
+	addr := lis.Addr()
+	return &proto.DirectResponse{Network: addr.Network(), Address: addr.String(), Token: token}, nil
+}
+
+// closeDirects closes the direct connections, as the end of the process
+// would: a Harness's stop.
+func (s *server) closeDirects() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for conn := range s.directs {
+		conn.Close()
+	}
+}
+
 func (s *server) Run(stream proto.Protocol_RunServer) error {
+	return s.serveRun(stream)
+}
+
+// serveRun serves one Run stream, over gRPC or a direct connection.
+func (s *server) serveRun(stream sampleStream) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -345,7 +399,7 @@ func (s *server) Run(stream proto.Protocol_RunServer) error {
 // samples waiting to go back.
 type run struct {
 	s        *server
-	stream   proto.Protocol_RunServer
+	stream   sampleStream
 	opened   *opened
 	client   protocols.Client
 	mirror   *mirror

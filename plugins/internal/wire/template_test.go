@@ -136,17 +136,21 @@ func TestTemplateSameBytes(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	harness := func(version int) protocols.Client {
+	harness := func(version int, direct bool) protocols.Client {
 		h, err := newHarness(httpproto.New(), RemoteOptions{ProtocolVersion: version})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !direct {
+			h.server.listen = nil // a plugin built before Direct
 		}
 		t.Cleanup(func() { h.Close() })
 		return open(h)
 	}
 	inProcess := open(httpproto.New())
-	plugin := harness(ProtocolVersion)
-	pluginV3 := harness(3)
+	plugin := harness(ProtocolVersion, true)
+	pluginGRPC := harness(ProtocolVersion, false) // templates over gRPC's Run stream
+	pluginV3 := harness(3, true)
 
 	for _, tc := range []struct {
 		request string
@@ -178,6 +182,10 @@ func TestTemplateSameBytes(t *testing.T) {
 			if _, ok := wireTmpl.(*template); !ok {
 				t.Fatalf("Template through the wire returned %T, not the wire's template", wireTmpl)
 			}
+			grpcTmpl, err := pluginGRPC.(protocols.Templater).Template(shape, holes)
+			if err != nil {
+				t.Fatalf("Template through the wire without Direct: %v", err)
+			}
 			if tmpl, err := pluginV3.(protocols.Templater).Template(shape, holes); err == nil || !strings.Contains(err.Error(), "wire version") {
 				t.Fatalf("Template at wire version 3 = %v, %v; want an error naming the wire version", tmpl, err)
 			}
@@ -190,6 +198,7 @@ func TestTemplateSameBytes(t *testing.T) {
 				{"in-process, whole request", inProcess, nil},
 				{"in-process, template", inProcess, inTmpl},
 				{"plugin, template", plugin, wireTmpl},
+				{"plugin without a direct connection, template", pluginGRPC, grpcTmpl},
 				{"plugin of wire version 3, whole request", pluginV3, nil},
 			}
 			const calls = 30
