@@ -76,8 +76,7 @@ var (
 )
 
 // Prepare parses a request that is the same for every call, once: a call
-// then neither parses it nor compares it with the last one parsed, which
-// deepen the stack of every stream's goroutine (see Do).
+// then neither parses it nor compares it with the last one parsed.
 func (c *Client) Prepare(request cty.Value) (any, error) {
 	sc, ae := parseRequest(request, &c.regexes)
 	if ae != nil {
@@ -386,18 +385,20 @@ func (c *Client) DoCall(ctx context.Context, call *protocols.Call, emit func(pro
 	r.stop()
 }
 
-// An idle stream's goroutine keeps a 4 KB stack only if nothing grows it
-// past that, and the collector halves an 8 KB stack only while the frames
-// it holds take less than a quarter of it, less some 800 bytes it keeps
-// free: 1,248 bytes, from the VU's goroutine down to the wait for bytes,
-// of which the runtime's wait takes some 300 and the core's VU some 500.
-// So what is deep runs off the stream's goroutine (the dial, on one of
-// its own) or is done once (Prepare parses a constant request); Do makes
-// the wait itself, in a loop over advance, which does the reading,
-// connecting and reconnecting and returns before each wait; and what is
-// large (samples, the request's text, the select of a reconnection's
-// pause) is built in functions off that path, marked go:noinline so that
-// the compiler does not bring it back. TestIdleStreamStack checks both.
+// An idle stream's goroutine grew its stack to 8 KB on the way (the dial
+// alone takes over 2.5 KB of frames), and the collector halves it only
+// while the frames it holds take less than a quarter of it, less some 800
+// bytes it keeps free: 1,248 bytes, from the VU's goroutine down to the
+// wait for bytes, of which the runtime's wait takes some 300 and the
+// core's VU some 500. So Do makes the wait itself, in a loop over
+// advance, which does the reading, connecting and reconnecting and
+// returns before each wait; and what is large (samples, the request's
+// text, the select of a reconnection's pause) is built in functions off
+// that path, marked go:noinline so that the compiler does not bring it
+// back. TestIdleStreamStack checks it. (Dialing on a goroutine of its own
+// kept the stack at 4 KB throughout, but cost more than it saved: the
+// dialing goroutines' own stacks, and the runtime keeps their
+// descriptors.)
 
 // begin parses the call's request and starts its run; nil when the call
 // is over already, its request sample emitted.
@@ -745,24 +746,23 @@ func (r *run) dial() (*link, protocols.ErrorKind) {
 			host = net.JoinHostPort(u.Hostname(), "80")
 		}
 	}
-	// On a goroutine of its own: the dial's frames (and a TLS handshake's)
-	// take over 2.5 KB, and on the stream's goroutine they would grow its
-	// stack to 8 KB, which it would keep until a collection (see Do). The
-	// goroutine's stack is freed when it ends.
-	type dialed struct {
-		conn net.Conn
-		err  error
+	// The dial ends with the call's context; a scenario's end during the
+	// dial is seen once it returns, within the target's timeout.
+	raw, err := c.dialer.DialContext(r.ctx, "tcp", host)
+	if err != nil {
+		return nil, r.connErr(err)
 	}
-	done := make(chan dialed, 1)
-	go func() {
-		conn, err := c.connect(r.ctx, u.Scheme == "https", u.Hostname(), host)
-		done <- dialed{conn, err}
-	}()
-	d := <-done
-	if d.err != nil {
-		return nil, r.connErr(d.err)
+	var conn net.Conn = raw
+	if u.Scheme == "https" {
+		tc := tls.Client(raw, &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.cfg.insecure})
+		raw.SetDeadline(time.Now().Add(c.cfg.timeout))
+		if err := tc.HandshakeContext(r.ctx); err != nil {
+			raw.Close()
+			return nil, r.connErr(err)
+		}
+		raw.SetDeadline(time.Time{})
+		conn = tc
 	}
-	conn := d.conn
 	if !s.setConn(conn) {
 		conn.Close()
 		return nil, protocols.ErrNone
@@ -772,24 +772,6 @@ func (r *run) dial() (*link, protocols.ErrorKind) {
 	l.er = eventReader{rd: &l.rd, pool: &c.frames, max: c.cfg.maxEventSize}
 	l.er.canWait = l.conn.ready.init(conn)
 	return l, protocols.ErrNone
-}
-
-// connect opens a connection to host, a TLS one when secure is set. The
-// dial ends with ctx, the call's; a scenario's end during the dial is seen
-// once it returns, within the target's timeout.
-func (c *Client) connect(ctx context.Context, secure bool, name, host string) (net.Conn, error) {
-	raw, err := c.dialer.DialContext(ctx, "tcp", host)
-	if err != nil || !secure {
-		return raw, err
-	}
-	tc := tls.Client(raw, &tls.Config{ServerName: name, InsecureSkipVerify: c.cfg.insecure})
-	raw.SetDeadline(time.Now().Add(c.cfg.timeout))
-	if err := tc.HandshakeContext(ctx); err != nil {
-		raw.Close()
-		return nil, err
-	}
-	raw.SetDeadline(time.Time{})
-	return tc, nil
 }
 
 // subscribe sends the request and reads the response's head; ok says the

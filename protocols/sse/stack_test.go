@@ -22,53 +22,46 @@ const stackChildEnv = "HLOAD_SSE_STACK_CHILD"
 
 // TestIdleStreamStack checks that a VU of a run holding an idle stream
 // keeps a goroutine stack of 4 KB, not 8 KB: 4 KB of each stream's cost.
-// Two things keep it so (see Client.Do), each with its case:
+// The stack grows to 8 KB on the way to the stream (the dial is deep), and
+// the collector halves it only while the frames from the VU's goroutine
+// down to the stream's wait take less than 1,248 bytes (see Client.Do).
+// "after a collection" measures the streams as a run holds them;
+// "after a deep call" holds them through deepProtocol, whose calls grow
+// their stack to 8 KB first, so that the frames are checked even should
+// the way to the stream no longer grow it.
 //
-//   - no call on the way to the stream (the request's parsing, the dial)
-//     grows the stack past 4 KB, or it keeps 8 KB until a collection:
-//     "never grown" measures with the collector's shrinking off (GODEBUG
-//     gcshrinkstackoff), which shows the largest size each stack reached;
-//   - the frames from the VU's goroutine down to the stream's wait take
-//     less than the 1,248 bytes the collector needs to halve an 8 KB
-//     stack, should something grow it: "halved after a deep call" holds
-//     the streams through deepProtocol, whose calls grow their stack to
-//     8 KB first, and measures after a collection.
-//
-// Each case measures in a child process that held no stream before. The
-// figure is the growth of the stacks in use between a run of 100 streams
-// and one of 300, so that the runs' fixed goroutines cancel out; the
-// server, in a process of its own, counts the streams it holds.
+// Each case measures in a child process that held no stream before, after
+// a collection. The figure is the growth of the stacks in use between a
+// run of 200 streams and one of 1,200, so that the runs' fixed goroutines
+// cancel out; the server, in a process of its own, counts the streams it
+// holds.
 func TestIdleStreamStack(t *testing.T) {
 	if c := os.Getenv(stackChildEnv); c != "" {
 		measureStack(t, c == "deep")
 		return
 	}
 	for _, tc := range []struct {
-		name, child, godebug string
+		name, child string
 	}{
-		{"never grown", "plain", "gcshrinkstackoff=1"},
-		{"halved after a deep call", "deep", ""},
+		{"after a collection", "plain"},
+		{"after a deep call", "deep"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			per := stackInChild(t, tc.child, tc.godebug)
+			per := stackInChild(t, tc.child)
 			t.Logf("%d bytes of stack per stream", per)
 			// Halfway between the two sizes a stack can have here.
 			if per > 6<<10 {
-				t.Errorf("each idle stream of a run holds %d bytes of stack, want about 4,096 (8,192 is a VU's stack that grew to 8 KB and was not halved)", per)
+				t.Errorf("each idle stream of a run holds %d bytes of stack, want about 4,096 (8,192 is a VU's stack the collector did not halve)", per)
 			}
 		})
 	}
 }
 
-// stackInChild runs TestIdleStreamStack's case child in a child process,
-// with godebug added to GODEBUG, and returns the stack per stream it
-// measured.
-func stackInChild(t *testing.T, child, godebug string) int64 {
+// stackInChild runs TestIdleStreamStack's case child in a child process
+// and returns the stack per stream it measured.
+func stackInChild(t *testing.T, child string) int64 {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleStreamStack$", "-test.count=1")
 	cmd.Env = append(os.Environ(), stackChildEnv+"="+child)
-	if godebug != "" {
-		cmd.Env = append(cmd.Env, "GODEBUG="+strings.Trim(os.Getenv("GODEBUG")+","+godebug, ","))
-	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the child process: %v\n%s", err, out)
@@ -89,7 +82,7 @@ func stackInChild(t *testing.T, child, godebug string) int64 {
 // measureStack prints the stack per stream of a run's idle streams, held
 // through deepProtocol when deep is set.
 func measureStack(t *testing.T, deep bool) {
-	const small, large = 100, 300
+	const small, large = 200, 1_200
 	var proto protocols.Protocol = sse.New()
 	if deep {
 		proto = deepProtocol{proto}
