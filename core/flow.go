@@ -1,7 +1,6 @@
 package core
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -58,9 +57,12 @@ func (v *vu) runFlow(ctx context.Context, f *flow, planned time.Time) (failed pr
 	}
 	var start time.Time
 	for i, step := range f.steps {
+		// No cmp.Or here: its slice would sit in the frame (see runStep).
 		if i > 0 {
 			if !v.pause(ctx, f.cfg.ThinkTime) {
-				failed = cmp.Or(failed, protocols.ErrInterrupted)
+				if failed == protocols.ErrNone {
+					failed = protocols.ErrInterrupted
+				}
 				break
 			}
 			planned = time.Time{} // only the first step is late
@@ -69,10 +71,15 @@ func (v *vu) runFlow(ctx context.Context, f *flow, planned time.Time) (failed pr
 		if i == 0 {
 			// From the planned start in the open model: a late flow is
 			// as slow for its user as a late first step.
-			start = cmp.Or(planned, sent)
+			start = planned
+			if start.IsZero() {
+				start = sent
+			}
 		}
 		if v.failed != protocols.ErrNone {
-			failed = cmp.Or(failed, v.failed)
+			if failed == protocols.ErrNone {
+				failed = v.failed
+			}
 			if !step.cfg.ContinueOnFailure {
 				break
 			}

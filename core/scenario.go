@@ -95,6 +95,7 @@ func newScenarioRun(r *run, s *config.Scenario, planned int64) *scenarioRun {
 		*req = request{
 			cfg:    rq,
 			client: client,
+			caller: callerOf(client),
 			series: r.agg.Series(s.Name, rq.Name),
 			// A client that searches the body as it streams needs to keep
 			// none for the checks; another keeps it for the core to

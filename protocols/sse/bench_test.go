@@ -112,7 +112,7 @@ func startIdleServer(b *testing.B) string {
 }
 
 // rss returns this process's resident set size in bytes.
-func rss(b *testing.B) int64 {
+func rss(b testing.TB) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		b.Skip("no /proc/self/status: ", err)
@@ -132,7 +132,7 @@ func rss(b *testing.B) int64 {
 
 // settledRSS returns the RSS once garbage is collected and returned to the
 // OS, so that only what the streams hold is measured.
-func settledRSS(b *testing.B) int64 {
+func settledRSS(b testing.TB) int64 {
 	runtime.GC()
 	debug.FreeOSMemory()
 	return rss(b)

@@ -70,9 +70,20 @@ func (c *Client) parse(v cty.Value) (*streamConfig, *attrError) {
 }
 
 var (
-	_ protocols.Client = (*Client)(nil)
-	_ protocols.Gauger = (*Client)(nil)
+	_ protocols.Client   = (*Client)(nil)
+	_ protocols.Gauger   = (*Client)(nil)
+	_ protocols.Preparer = (*Client)(nil)
 )
+
+// Prepare parses a request that is the same for every call, once: a call
+// then neither parses it nor compares it with the last one parsed.
+func (c *Client) Prepare(request cty.Value) (any, error) {
+	sc, ae := parseRequest(request, &c.regexes)
+	if ae != nil {
+		return nil, ae
+	}
+	return sc, nil
+}
 
 func newClient(cfg *targetConfig, ledger *delivery.Ledger) *Client {
 	return &Client{
@@ -351,32 +362,67 @@ func (c *streamConn) Write(p []byte) (int, error) {
 // Do subscribes and holds the stream until its duration, its number of
 // events or the scenario's end, reconnecting when asked to.
 func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	start := time.Now()
-	sc, ae := c.parse(call.Request)
-	if ae != nil {
-		// A value computed per call that validate could not see.
-		failCall(emit, start, ae.err)
+	c.DoCall(ctx, &call, emit)
+}
+
+// DoCall is Do with the call passed by pointer, which the core uses: a
+// call passed by value is copied into the frame of the function that
+// passes it, and an idle stream's goroutine keeps that frame. call is read
+// before DoCall blocks, and not changed.
+func (c *Client) DoCall(ctx context.Context, call *protocols.Call, emit func(protocols.Sample)) {
+	r := c.begin(ctx, call, emit)
+	if r == nil {
 		return
+	}
+	var err error
+	for r.advance(err) {
+		// The idle stream's wait, as near the top of its stack as can be:
+		// see below.
+		err = r.l.conn.wait()
+	}
+	// Not deferred, which would put a record in the idle stream's frame:
+	// a panic in a built-in protocol ends the process.
+	r.stop()
+}
+
+// An idle stream's goroutine grew its stack to 8 KB on the way (the dial
+// alone takes over 2.5 KB of frames), and the collector halves it only
+// while the frames it holds take less than a quarter of it, less some 800
+// bytes it keeps free: 1,248 bytes, from the VU's goroutine down to the
+// wait for bytes, of which the runtime's wait takes some 300 and the
+// core's VU some 500. So Do makes the wait itself, in a loop over
+// advance, which does the reading, connecting and reconnecting and
+// returns before each wait; and what is large (samples, the request's
+// text, the select of a reconnection's pause) is built in functions off
+// that path, marked go:noinline so that the compiler does not bring it
+// back. TestIdleStreamStack checks it. (Dialing on a goroutine of its own
+// kept the stack at 4 KB throughout, but cost more than it saved: the
+// dialing goroutines' own stacks, and the runtime keeps their
+// descriptors.)
+
+// begin parses the call's request and starts its run; nil when the call
+// is over already, its request sample emitted.
+//
+//go:noinline
+func (c *Client) begin(ctx context.Context, call *protocols.Call, emit func(protocols.Sample)) *run {
+	start := time.Now()
+	sc, _ := call.Prepared.(*streamConfig)
+	if sc == nil {
+		var ae *attrError
+		if sc, ae = c.parse(call.Request); ae != nil {
+			// A value computed per call that validate could not see.
+			failCall(emit, start, ae.err)
+			return nil
+		}
 	}
 	r := &run{ctx: ctx, c: c, sc: sc, emit: emit, lastEventID: sc.lastEventID, delay: sc.reconnectDelay,
 		keepBody: call.KeepBody, keepHeaders: call.KeepHeaders, began: start}
 	if !r.start() {
 		r.end(0, protocols.ErrNone)
-		return
+		return nil
 	}
-	defer r.stop()
-	status, kind := r.hold()
-	r.end(status, kind)
+	return r
 }
-
-// An idle stream's goroutine holds the frames from Do down to the wait for
-// bytes in connect, and the collector shrinks its stack only while they
-// take less than a quarter of it, less some 800 bytes it keeps free: so
-// that a stream held by a shallow goroutine keeps a 4 KB stack rather than
-// 8 KB, the functions on that path keep their frames small, and what is
-// large (samples, the request's text, the select of a reconnection's
-// pause) is built in functions off it, marked go:noinline so that the
-// compiler does not bring it back.
 
 // failCall emits the request sample of a call whose request is invalid.
 //
@@ -469,6 +515,10 @@ type run struct {
 	// when the call ends, after which the ticker emits nothing.
 	watch  *delivery.Watch
 	closed bool
+	// l is the connection being read, nil between connections; status
+	// is what its server answered.
+	l      *link
+	status int
 }
 
 // out emits s, serialised with the settle ticker's emits.
@@ -502,33 +552,109 @@ func (r *run) close(end time.Time) {
 	r.missed(r.watch.Close(end, r.sc.missGrace), end)
 }
 
-// hold runs connections until the stream is done, and returns the last
-// status and the call's outcome.
-func (r *run) hold() (status int, kind protocols.ErrorKind) {
+// advance reads the stream's events, and connects and reconnects as it
+// must, until the connection has nothing to read (true: Do then waits on
+// r.l) or the call is over (false: its request sample is emitted).
+// waitErr is what the last wait returned.
+//
+//go:noinline
+func (r *run) advance(waitErr error) bool {
 	for {
-		var reconnectable bool
-		status, kind, reconnectable = r.connect()
-		if why := r.s.stopReason(); why != stopNone {
-			if why == stopCancel {
-				return status, protocols.ErrInterrupted
+		if r.l == nil {
+			if r.connect() {
+				return false
 			}
-			return status, protocols.ErrNone
-		}
-		if kind == protocols.ErrNone {
-			return status, kind // the number of events was reached
-		}
-		r.lost(kind)
-		if !r.sc.reconnect || !reconnectable {
-			return status, kind
-		}
-		if !r.pause() {
-			if r.s.stopReason() == stopCancel {
-				return status, protocols.ErrInterrupted
+			if r.l == nil {
+				continue // the connection failed; reconnect after its pause
 			}
-			return status, protocols.ErrNone
 		}
-		r.reconnecting(kind)
+		kind, reconnectable, wait := r.read(waitErr)
+		if wait {
+			return true
+		}
+		waitErr = nil
+		l := r.l
+		r.l = nil
+		r.hangUp(l)
+		if r.lose(r.status, kind, reconnectable) {
+			return false
+		}
 	}
+}
+
+// connect makes a connection and subscribes on it, which then becomes
+// r.l. When that fails it handles the loss as lose does, and over is true
+// when the call is over.
+func (r *run) connect() (over bool) {
+	l, kind := r.dial()
+	if l == nil {
+		return r.lose(0, kind, kind != protocols.ErrNone)
+	}
+	status, kind, reconnectable, ok := r.subscribe(l)
+	if !ok {
+		r.hangUp(l)
+		return r.lose(status, kind, reconnectable)
+	}
+	r.connected(l, status)
+	r.l, r.status = l, status
+	return false
+}
+
+// read reads r.l's events until it has nothing to read (wait), or the
+// connection ends: kind is then empty when the stream was stopped or had
+// all its events, and reconnectable says whether the spec allows a
+// reconnection after it. waitErr is what the last wait returned.
+func (r *run) read(waitErr error) (kind protocols.ErrorKind, reconnectable, wait bool) {
+	if waitErr != nil {
+		return r.readErr(waitErr), true, false
+	}
+	l := r.l
+	for {
+		frame, err := l.er.next()
+		if err == errWait {
+			return protocols.ErrNone, false, true
+		}
+		if err != nil {
+			return r.readErr(err), true, false
+		}
+		if r.event(frame, l) {
+			return protocols.ErrNone, false, false
+		}
+	}
+}
+
+// lose handles the end of a connection whose server answered status, for
+// kind: it returns true when the call is over, its request sample emitted,
+// and false after the pause before a reconnection.
+func (r *run) lose(status int, kind protocols.ErrorKind, reconnectable bool) (over bool) {
+	if why := r.s.stopReason(); why != stopNone {
+		r.end(status, stoppedKind(why))
+		return true
+	}
+	if kind == protocols.ErrNone {
+		r.end(status, kind) // the number of events was reached
+		return true
+	}
+	r.lost(kind)
+	if !r.sc.reconnect || !reconnectable {
+		r.end(status, kind)
+		return true
+	}
+	if !r.pause() {
+		r.end(status, stoppedKind(r.s.stopReason()))
+		return true
+	}
+	r.reconnecting(kind)
+	return false
+}
+
+// stoppedKind is the outcome of a call whose stream was stopped for why:
+// interrupted when the call was cancelled, a success otherwise.
+func stoppedKind(why int32) protocols.ErrorKind {
+	if why == stopCancel {
+		return protocols.ErrInterrupted
+	}
+	return protocols.ErrNone
 }
 
 // pause waits the delay before a reconnection; false if the stream was
@@ -572,38 +698,6 @@ type link struct {
 	// (zero before the first).
 	begin, last time.Time
 	counted     bool // counted in the client's open streams
-}
-
-// connect makes one connection and reads its events until it ends. kind is empty
-// when the stream ended because it was stopped or had all its events;
-// reconnectable says whether the spec allows a reconnection after it.
-func (r *run) connect() (status int, kind protocols.ErrorKind, reconnectable bool) {
-	l, kind := r.dial()
-	if l == nil {
-		return 0, kind, kind != protocols.ErrNone
-	}
-	defer r.hangUp(l)
-	status, kind, reconnectable, ok := r.subscribe(l)
-	if !ok {
-		return status, kind, reconnectable
-	}
-	r.connected(l, status)
-	for {
-		frame, err := l.er.next()
-		if err == errWait {
-			// The idle stream's wait, as near the top of its stack as
-			// can be: see Do.
-			if err = l.conn.wait(); err == nil {
-				continue
-			}
-		}
-		if err != nil {
-			return status, r.readErr(err), true
-		}
-		if r.event(frame, l) {
-			return status, protocols.ErrNone, false
-		}
-	}
 }
 
 // hangUp closes l and gives its buffers back.

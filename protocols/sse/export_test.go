@@ -6,7 +6,7 @@ import "testing"
 const IdleServerEnv = idleServerEnv
 
 // SettledRSS is settledRSS, for BenchmarkIdleStreamsRun.
-func SettledRSS(b *testing.B) int64 { return settledRSS(b) }
+func SettledRSS(b testing.TB) int64 { return settledRSS(b) }
 
 // InFreshProcess is inFreshProcess, for BenchmarkIdleStreamsRun.
 func InFreshProcess(b *testing.B, name string) bool { return inFreshProcess(b, name) }

@@ -72,8 +72,13 @@ type held struct {
 // holdIdle runs n idle streams and returns what the process holds, once
 // settled, when the server holds them all; the run is over when it
 // returns.
-func holdIdle(b *testing.B, addr string, n int) held {
-	reg := protocols.NewRegistry(http.New(), sse.New())
+func holdIdle(b testing.TB, addr string, n int) held {
+	return holdIdleBy(b, addr, n, sse.New())
+}
+
+// holdIdleBy is holdIdle with the streams held by proto, an sse protocol.
+func holdIdleBy(b testing.TB, addr string, n int, proto protocols.Protocol) held {
+	reg := protocols.NewRegistry(http.New(), proto)
 	test, diags := config.Parse(map[string][]byte{"test.hcl": fmt.Appendf(nil, idleRun, addr, n)}, b.TempDir(), config.Options{Protocols: reg})
 	if diags.HasErrors() {
 		b.Fatalf("config: %s", diags.Error())
@@ -108,7 +113,7 @@ func holdIdle(b *testing.B, addr string, n int) held {
 }
 
 // serverCount asks the idle server how many streams it holds.
-func serverCount(b *testing.B, addr string) int {
+func serverCount(b testing.TB, addr string) int {
 	resp, err := nethttp.Get("http://" + addr + "/count")
 	if err != nil {
 		b.Fatal(err)
