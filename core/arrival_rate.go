@@ -37,6 +37,10 @@ type pool struct {
 	// holdUntil is when the pool may grow again after hload itself fell
 	// behind: see dispatch.
 	holdUntil time.Time
+	// runQueue tells whether the VUs the backlog waits for wait for a
+	// CPU rather than on the target: see waitsForCPU. Its window starts
+	// with the backlog.
+	runQueue  *runQueueWaits
 	growTimer *time.Timer
 	armed     bool
 	closed    bool // no VU starts after close
@@ -66,6 +70,17 @@ const maxConnecting = 8
 // and VUs that were busy with fast calls take them within this; more VUs
 // would not have helped, but each would have opened a connection.
 const growGrace = time.Millisecond
+
+// The backlog waits for hload's own CPU when at least cpuWaitShare of the
+// goroutine starts since it began (of at least cpuWaitSampled the runtime
+// sampled) had waited cpuWaitLong or longer to run. A quarter of starts a
+// quarter of a millisecond late is a run queue dozens of VUs deep; a
+// machine with CPU to spare starts them within microseconds.
+const (
+	cpuWaitLong    = 250 * time.Microsecond
+	cpuWaitShare   = 0.25
+	cpuWaitSampled = 4
+)
 
 // runArrivals is the open model: one pacer for the scenario starts
 // iterations at their planned times, each on a free VU from a pool of
@@ -121,7 +136,7 @@ pace:
 func (sc *scenarioRun) newPool(preAllocated, maxVUs int, maxWait time.Duration, seg Segment) *pool {
 	preAllocated = max(1, seg.Scale(preAllocated))
 	maxVUs = max(preAllocated, seg.Scale(maxVUs))
-	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait,
+	p := &pool{sc: sc, maxVUs: maxVUs, maxWait: maxWait, runQueue: newRunQueueWaits(),
 		connectors: sc.connectors(), connecting: make(chan struct{}, maxConnecting)}
 	p.growTimer = time.AfterFunc(time.Hour, func() {
 		p.mu.Lock()
@@ -156,15 +171,23 @@ func (p *pool) grown() {
 }
 
 // grow starts a VU for each iteration that waits, up to maxConnecting at
-// a time and max_vus in all, once the backlog has waited growGrace. The
-// caller holds mu.
+// a time and max_vus in all, once the backlog has waited growGrace, and
+// while the VUs it waits for are not waiting for a CPU. The caller holds
+// mu.
 func (p *pool) grow() {
 	if p.closed || len(p.backlog) == 0 {
 		return
 	}
-	wait := growGrace - time.Since(p.since)
-	if hold := time.Until(p.holdUntil); hold > wait {
+	now := time.Now()
+	wait := growGrace - now.Sub(p.since)
+	if hold := p.holdUntil.Sub(now); hold > wait {
 		wait = hold
+	}
+	if wait <= 0 && p.waitsForCPU() {
+		// Looked at again after growGrace, as a hold, so that the
+		// runtime's histogram is read at most once per growGrace.
+		p.holdUntil = now.Add(growGrace)
+		wait = growGrace
 	}
 	if wait > 0 {
 		if !p.armed {
@@ -177,6 +200,18 @@ func (p *pool) grow() {
 		p.growing++
 		p.spawn(p.grown)
 	}
+}
+
+// waitsForCPU says that the backlog waits for VUs that wait for hload's
+// own CPU: their responses have come and they wait to run. A VU added
+// then would start no iteration sooner; it would wait in the same queue,
+// and open one more connection, which a run that stays short of CPU
+// would pile up by the hundred. The iterations wait instead, and their
+// start lateness, the summary's warning that hload was saturated, and
+// the drops once max_queue_wait is reached say so.
+func (p *pool) waitsForCPU() bool {
+	share, sampled := p.runQueue.longShare(cpuWaitLong)
+	return sampled >= cpuWaitSampled && share >= cpuWaitShare
 }
 
 // connectors returns the distinct clients of the scenario's requests that
@@ -283,6 +318,7 @@ func (p *pool) dispatch(planned time.Time) {
 			// end in a storm of connects that makes it worse.
 			if len(p.backlog) == 0 {
 				p.since = now
+				p.runQueue.mark()
 			}
 			p.backlog = append(p.backlog, planned)
 			p.grow()

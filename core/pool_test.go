@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"crypto/sha256"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -195,4 +196,49 @@ func TestOpenModelPoolGrowsWhileIterationsWait(t *testing.T) {
 		t.Errorf("the server accepted %d connections; want about 10, the VUs 20 ms calls at 500/s keep busy", conns)
 	}
 	t.Logf("%d requests, %d connections accepted, %d dropped", requests, conns, sc.DroppedIterations)
+}
+
+// TestOpenModelPoolDoesNotGrowForItsOwnCPU: 2,000 iterations/s, each
+// burning about 2 ms of hload's CPU before its call (4 cores' worth), from a
+// pool of 2 VUs that may grow to 400. The load needs more CPU than the
+// machine has, so the iterations wait for VUs that wait to run, not on the
+// server: more VUs would start none sooner. The pool stays small, and
+// the server accepts a few dozen connections; a pool that grew for every
+// waiting iteration would open hundreds.
+func TestOpenModelPoolDoesNotGrowForItsOwnCPU(t *testing.T) {
+	srv := newConnServer(t, 0)
+	test := loadTest(t, openPoolTest(2000, 2, 400, time.Second), map[string]string{"base_url": srv.URL})
+	sum := runTest(t, test, Options{Protocols: protocols.NewRegistry(cpuBurner{hloadhttp.New()})})
+	conns, requests := srv.counts()
+	sc := sum.Scenarios["open"]
+	if r := sc.Requests["r"]; int64(requests) != r.Count || r.Count+sc.DroppedIterations != 2000 {
+		t.Fatalf("server count %d, summary count %d, dropped %d; want the same count, 2,000 planned in all", requests, r.Count, sc.DroppedIterations)
+	}
+	if conns > 100 {
+		t.Errorf("the server accepted %d connections for %d requests: the pool grew for iterations that waited for hload's CPU", conns, requests)
+	}
+	t.Logf("%d requests, %d connections accepted, %d dropped", requests, conns, sc.DroppedIterations)
+}
+
+// cpuBurner is a protocol whose calls each burn about 2 ms of CPU (on
+// this machine's cores; more on slower ones) before they are made.
+type cpuBurner struct{ protocols.Protocol }
+
+func (p cpuBurner) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+	c, err := p.Protocol.Open(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return burningClient{c}, nil
+}
+
+type burningClient struct{ protocols.Client }
+
+func (c burningClient) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+	var buf [4096]byte
+	for range 720 {
+		sum := sha256.Sum256(buf[:])
+		buf[0] ^= sum[0]
+	}
+	c.Client.Do(ctx, call, emit)
 }
