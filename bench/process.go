@@ -58,7 +58,7 @@ const stallTick = time.Millisecond
 
 // watchStalls wakes every stallTick until done closes, and keeps in most
 // the longest a wake-up came late while the server was answering requests
-// (the requests counter moved across it): how long the server's core went
+// (the requests counter moved just before it or across it): how long the server's core went
 // without running the server (the hypervisor, another process). An open
 // model that keeps its schedule through a stall of S has rate x S calls
 // in flight at once, one connection each over HTTP/1.1, whatever the
@@ -68,6 +68,7 @@ func watchStalls(requests *atomic.Int64, most *atomic.Int64, done <-chan struct{
 	t := time.NewTicker(stallTick)
 	defer t.Stop()
 	last, seen := time.Now(), requests.Load()
+	busy := false // requests came in the tick before
 	for {
 		select {
 		case <-done:
@@ -75,10 +76,13 @@ func watchStalls(requests *atomic.Int64, most *atomic.Int64, done <-chan struct{
 		case <-t.C:
 			n := requests.Load()
 			now := time.Now()
-			if late := now.Sub(last) - stallTick; n != seen && late > time.Duration(most.Load()) {
+			// Requests before the stall or across it: after a stall
+			// the watch may wake before the handlers that were held.
+			moved := n != seen
+			if late := now.Sub(last) - stallTick; (moved || busy) && late > time.Duration(most.Load()) {
 				most.Store(int64(late))
 			}
-			last, seen = now, n
+			last, seen, busy = now, n, moved
 		}
 	}
 }

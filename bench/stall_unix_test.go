@@ -62,6 +62,9 @@ func TestServerCountsItsStallsUnderLoad(t *testing.T) {
 				})
 			}
 			time.Sleep(50 * time.Millisecond)
+		} else {
+			// The load before has ended: some ticks with no request.
+			time.Sleep(20 * time.Millisecond)
 		}
 		stopped = stop()
 		time.Sleep(50 * time.Millisecond)
