@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,26 +140,33 @@ func TestFaultFrozenPlugin(t *testing.T) {
 	}
 }
 
-// socketsIn lists the unix sockets in dir.
-func socketsIn(t *testing.T, dir string) []string {
+// socketsIn lists the unix sockets anywhere under dir, and what dir
+// holds.
+func socketsIn(t *testing.T, dir string) (socks, entries []string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		if filepath.Dir(path) == dir {
+			entries = append(entries, e.Name())
+		}
+		if e.Type()&os.ModeSocket != 0 {
+			socks = append(socks, path)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, e := range entries {
-		if e.Type()&os.ModeSocket != 0 {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	return socks, entries
 }
 
-// TestFaultKilledPluginLeavesNoSocket: the plugin makes its unix socket in the
-// temporary folder (TMPDIR, a folder of the test's own here), and a
-// plugin killed mid-run (SIGKILL) cannot remove it; hload does. Counted
-// before the run, while it runs, and after.
+// TestFaultKilledPluginLeavesNoSocket: the plugin makes its unix socket in a
+// folder hload makes for it in the temporary folder (TMPDIR, a folder of
+// the test's own here), and a plugin killed mid-run (SIGKILL) cannot
+// remove it; hload does, and the folder. Counted before the run, while it
+// runs, and after.
 func TestFaultKilledPluginLeavesNoSocket(t *testing.T) {
 	requirePlugins(t)
 	tmp := t.TempDir()
@@ -166,7 +174,7 @@ func TestFaultKilledPluginLeavesNoSocket(t *testing.T) {
 	echo := startEchoServer(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "test.hcl", frozenTest(bin, sum, echo.addr, "30s", ""))
-	before := socketsIn(t, tmp)
+	before, beforeEntries := socketsIn(t, tmp)
 	cmd := exec.Command(hloadBin, "apply", "--quiet", "test.hcl")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
@@ -179,15 +187,15 @@ func TestFaultKilledPluginLeavesNoSocket(t *testing.T) {
 	defer timer.Stop()
 	pid := waitForProcess(t, bin, 10*time.Second)
 	time.Sleep(time.Second)
-	during := socketsIn(t, tmp)
+	during, _ := socketsIn(t, tmp)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	r := wait(t, cmd, &stdout, &stderr)
 	checkFailure(t, r, bin, `plugin "echo" exited`)
-	after := socketsIn(t, tmp)
-	if len(during) != len(before)+1 || len(after) != len(before) {
-		t.Errorf("sockets in TMPDIR: %q before the run, %q during it, %q after", before, during, after)
+	after, afterEntries := socketsIn(t, tmp)
+	if len(during) != len(before)+1 || len(after) != len(before) || len(afterEntries) != len(beforeEntries) {
+		t.Errorf("sockets in TMPDIR: %q before the run, %q during it, %q after; in it %q before, %q after", before, during, after, beforeEntries, afterEntries)
 	}
 	t.Logf("sockets in TMPDIR: %d before, %d during, %d after", len(before), len(during), len(after))
 }

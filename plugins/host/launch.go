@@ -93,6 +93,12 @@ type Plugin struct {
 	// plugin removes, when it exits cleanly: Kill removes it after a
 	// plugin that was killed.
 	socket string
+	// sockets is a folder of the plugin's own for its socket
+	// (PLUGIN_UNIX_SOCKET_DIR), which Kill removes once the process has
+	// exited: a plugin killed before hload learnt its socket's name (a
+	// start that failed, say on the wire version) leaves it there, not
+	// in /tmp. "" when it could not be made.
+	sockets string
 }
 
 var (
@@ -162,6 +168,16 @@ func Launch(ctx context.Context, spec LaunchSpec) (*Plugin, error) {
 	// process keeps its policy. go-plugin appends hload's environment
 	// after these, so a variable the user set wins.
 	p.cmd.Env = append(append([]string{}, spec.Env...), sched.Env+"="+sched.Batch)
+	if dir, err := os.MkdirTemp("", "hload-"); err == nil {
+		if len(dir)+len("/plugin0123456789") <= maxSocketPath {
+			p.sockets = dir
+			p.cmd.Env = append(p.cmd.Env, plugin.EnvUnixSocketDir+"="+dir)
+		} else {
+			// A socket's path has a length limit; in the temporary folder
+			// itself, the socket's name is shorter.
+			os.Remove(dir)
+		}
+	}
 	p.cmd.SysProcAttr = procAttr()
 	p.client = plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake(),
@@ -400,10 +416,15 @@ func (p *Plugin) Kill() {
 }
 
 // removeSocket removes the plugin's unix socket once the process is gone,
-// if it is still there: a plugin that exits cleanly removes its own, but
-// one that was killed (by hload, for a hang, or by anyone) leaves it in
-// /tmp. Only a socket is removed, never a file that took its name since.
+// if it is still there, with the folder hload made for it: a plugin that
+// exits cleanly removes its own, but one that was killed (by hload, for a
+// hang, or by anyone) leaves it. Outside that folder (the user set
+// PLUGIN_UNIX_SOCKET_DIR), only a socket is removed, never a file that
+// took its name since.
 func (p *Plugin) removeSocket() {
+	if p.sockets != "" {
+		os.RemoveAll(p.sockets)
+	}
 	if p.socket == "" {
 		return
 	}
@@ -411,6 +432,10 @@ func (p *Plugin) removeSocket() {
 		os.Remove(p.socket)
 	}
 }
+
+// maxSocketPath is the longest path of a unix socket on every system
+// hload runs on: macOS allows 103 bytes, Linux 107.
+const maxSocketPath = 103
 
 // killGrace is how long a plugin may take to shut down when asked before
 // it is killed.
