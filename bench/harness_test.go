@@ -27,19 +27,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// startTestServer starts the target server for one test, within 30 s, and
+// stops it when the test ends; ctx bounds what the test does with it.
+func startTestServer(t *testing.T) (context.Context, *server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	srv, err := startServer(ctx, pinning{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.stop)
+	return ctx, srv
+}
+
 // A run's result carries the server's own count of the calls and of the
 // connections they came on, and a tool whose calls the server must count
 // exactly (hload's) fails when the counts differ. The "tool" is /bin/true;
 // its figures are the calls the test makes to the real target server
 // while reading them.
 func TestRunOnceChecksTheServersCount(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := startServer(ctx, pinning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.stop()
+	ctx, srv := startTestServer(t)
 	trueBin, err := exec.LookPath("true")
 	if err != nil {
 		t.Fatalf("true (coreutils) is not on PATH: %v", err)
@@ -151,13 +159,7 @@ func TestMissingTool(t *testing.T) {
 // the server is answered while the slow one still waits. Order, not time,
 // is asserted; the slow request is cancelled at the end.
 func TestSlowPathHolds(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := startServer(ctx, pinning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.stop()
+	ctx, srv := startTestServer(t)
 	before, err := srv.counts()
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"syscall"
@@ -17,13 +16,7 @@ import (
 // while nothing calls it, it reports less, since a stall no request came
 // in is not the load's.
 func TestServerCountsItsStallsUnderLoad(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := startServer(ctx, pinning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.stop()
+	_, srv := startTestServer(t)
 	pid := srv.cmd.Process.Pid
 	// stop stops the server for 150 ms by the test's clock, and returns
 	// how long it was stopped: at least as long as that.
