@@ -191,10 +191,12 @@ func newToken() []byte {
 // returns it; it gives up after directTimeout. lis is closed, and its
 // socket removed, either way.
 func acceptDirect(lis directListener, token []byte) (net.Conn, error) {
-	defer lis.close()
 	stop := time.AfterFunc(directTimeout, lis.close)
 	conn, err := lis.Accept()
 	stop.Stop()
+	// Closed before the token is read: one connection per Direct, so a
+	// second dial fails whether the first one's token was right or not.
+	lis.close()
 	if err != nil {
 		return nil, err
 	}
