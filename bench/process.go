@@ -56,33 +56,60 @@ const countPath = "/__count"
 // stallTick is how often the server's stall watch wakes.
 const stallTick = time.Millisecond
 
+// stallWindow is how near a stall requests must have come, before it or
+// after it, for the stall to be the load's.
+const stallWindow = 10 * time.Millisecond
+
 // watchStalls wakes every stallTick until done closes, and keeps in most
-// the longest a wake-up came late while the server was answering requests
-// (the requests counter moved just before it or across it): how long the server's core went
-// without running the server (the hypervisor, another process). An open
-// model that keeps its schedule through a stall of S has rate x S calls
-// in flight at once, one connection each over HTTP/1.1, whatever the
-// tool: this is the server's own account of what a pool had to grow for.
-// A stall while no request came is not the load's, and is not counted.
+// the longest a wake-up came late while the server was answering
+// requests: how long the server's core went without running the server
+// (the hypervisor, another process). An open model that keeps its
+// schedule through a stall of S has rate x S calls in flight at once, one
+// connection each over HTTP/1.1, whatever the tool: this is the server's
+// own account of what a pool had to grow for.
+//
+// A stall counts when requests came within stallWindow before it or
+// after it. Not only in the tick before or across it: a light load, a
+// client that itself waits for a CPU, may leave a tick or two without a
+// request, and after a stall the watch may wake before the handlers that
+// were held. A stall with no request near it is not the load's.
 func watchStalls(requests *atomic.Int64, most *atomic.Int64, done <-chan struct{}) {
 	t := time.NewTicker(stallTick)
 	defer t.Stop()
 	last, seen := time.Now(), requests.Load()
-	busy := false // requests came in the tick before
+	var moved time.Time // the last wake at which requests had come
+	// A stall with no request before it, kept until stallWindow has
+	// passed: requests that come in that time make it the load's.
+	var pending time.Duration
+	var pendingUntil time.Time
+	keep := func(late time.Duration) {
+		if late > time.Duration(most.Load()) {
+			most.Store(int64(late))
+		}
+	}
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
-			n := requests.Load()
 			now := time.Now()
-			// Requests before the stall or across it: after a stall
-			// the watch may wake before the handlers that were held.
-			moved := n != seen
-			if late := now.Sub(last) - stallTick; (moved || busy) && late > time.Duration(most.Load()) {
-				most.Store(int64(late))
+			n := requests.Load()
+			if n != seen {
+				if pending > 0 && !now.After(pendingUntil) {
+					keep(pending)
+				}
+				pending = 0
+				moved = now
 			}
-			last, seen, busy = now, n, moved
+			if late := now.Sub(last) - stallTick; late > 0 {
+				switch {
+				case n != seen || last.Sub(moved) <= stallWindow:
+					keep(late)
+				case late > pending || now.After(pendingUntil):
+					pending, pendingUntil = late, now.Add(stallWindow)
+				}
+			}
+			last, seen = now, n
 		}
 	}
 }
