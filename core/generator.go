@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -181,6 +182,9 @@ type generatorWatch struct {
 	stealMax          float64 // the machine's steal share, over judged stretches
 	lateMax           float64 // ms, over saturated stretches
 	said              bool
+	// intervalCPU is the last interval's CPU as a fraction of the
+	// cores' time, NaN when unknown: the live view's generator line.
+	intervalCPU float64
 }
 
 // newGeneratorWatch starts watching now, with the counters as they are,
@@ -193,6 +197,8 @@ func newGeneratorWatch(m processMeter, clock func() time.Time, cores int, interv
 		shortest: max(interval/2, shortestJudged),
 		last:     m.read(),
 		lastAt:   clock(),
+		// No interval yet.
+		intervalCPU: math.NaN(),
 	}
 }
 
@@ -216,6 +222,10 @@ func (g *generatorWatch) observe(late float64, final bool) string {
 	if u.wall <= 0 {
 		return ""
 	}
+	g.intervalCPU = math.NaN()
+	if u.cpuKnown {
+		g.intervalCPU = float64(u.cpu) / (float64(u.wall) * float64(g.cores))
+	}
 	g.total.add(u)
 	g.pending.add(u)
 	// A run shorter than one judged stretch is judged whole.
@@ -228,6 +238,15 @@ func (g *generatorWatch) observe(late float64, final bool) string {
 	}
 	g.said = true
 	return g.liveWarning()
+}
+
+// lastCPU is the CPU of the interval observe last took in, as a fraction
+// of the cores' time; NaN when unknown.
+func (g *generatorWatch) lastCPU() float64 {
+	if g == nil {
+		return math.NaN()
+	}
+	return g.intervalCPU
 }
 
 // record counts one judged stretch.

@@ -115,6 +115,9 @@ type snapshotState struct {
 
 	// iterationsBefore are the iterations each scenario ended before.
 	iterationsBefore map[string]int64
+	// watched: a sink shows the run live, and each snapshot carries the
+	// run so far (Watcher).
+	watched bool
 }
 
 type seriesName struct{ scenario, request string }
@@ -131,6 +134,7 @@ func (s *snapshotState) start(r *run) {
 	s.flowKinds = map[seriesName]map[string]int64{}
 	s.warned = map[string]bool{}
 	s.generator = newGeneratorWatch(newSelfMeter(), time.Now, availableCores(), r.interval)
+	s.watched = watches(r.opts.Sinks)
 }
 
 // write flushes the interval that ends at to and hands it to every sink.
@@ -175,7 +179,11 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 	if w := s.generator.observe(worstLateness(snap.Series), final); w != "" {
 		s.saturated = w
 	}
+	snap.GeneratorCPU = s.generator.lastCPU()
 	snap.Warnings = s.warnings(r, &snap)
+	if s.watched {
+		snap.SoFar = r.soFar(to)
+	}
 	for i, sink := range r.opts.Sinks {
 		r.sinkWrote(i, sink.Write(snap))
 	}

@@ -46,3 +46,22 @@ type Exporter interface {
 type Abandoner interface {
 	Abandon()
 }
+
+// Watcher is an optional ability of a Sink: its snapshots carry the run so
+// far (Snapshot.SoFar), the summary as it would read if the run ended at
+// the snapshot, for a sink that shows the run live. Building it merges
+// every request's histograms once per interval, so only a sink that asks
+// for it pays for it.
+type Watcher interface {
+	WatchesRunSoFar()
+}
+
+// watches reports whether any of sinks is a Watcher.
+func watches(sinks []Sink) bool {
+	for _, s := range sinks {
+		if _, ok := s.(Watcher); ok {
+			return true
+		}
+	}
+	return false
+}

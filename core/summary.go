@@ -52,6 +52,21 @@ func (r *run) summarise() *metrics.Summary {
 	return sum
 }
 
+// soFar is the run so far, for a snapshot that ends at end: the figures
+// and thresholds summarise would give if the run ended then, with the
+// generator's figures and the warnings said up to now. The aggregator's
+// totals are those of the flush just made, on this goroutine.
+func (r *run) soFar(end time.Time) *metrics.Summary {
+	sum := buildSummary(r.test, r.agg, r.scenarios, r.info, end)
+	sum.Interrupted = r.interrupted
+	sum.Aborted = r.aborted
+	sum.Generator = r.snapshots.generator.figures()
+	if len(r.snapshots.gaugesMax) > 0 {
+		sum.GaugesMax = maps.Clone(r.snapshots.gaugesMax)
+	}
+	return sum
+}
+
 // redactSummary hides the test's sensitive values in the texts of sum that
 // come from outside hload: a plugin's last words, a sink's error (which
 // may name a path read from env()). The calls' messages were redacted as

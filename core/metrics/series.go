@@ -24,6 +24,10 @@ type IntervalSeries struct {
 	// Gauges are the protocols' levels at the end of each point, such as
 	// sse_open_streams, by name; omitted when no client reports any.
 	Gauges map[string]Column `json:"gauges,omitempty"`
+	// GeneratorCPU is the CPU hload used at each point, its plugin
+	// processes' included, as a fraction of the cores it may use (1 is
+	// all of them); null where it cannot read its own CPU time.
+	GeneratorCPU Column `json:"generator_cpu,omitempty"`
 	// Events are the warnings said during the run (a data feeder ran out,
 	// hload is saturated), each at the time it was said.
 	Events []SeriesEvent `json:"events,omitempty"`

@@ -199,6 +199,14 @@ type Snapshot struct {
 	// feeder ran out, a request failed every time so far), said once as
 	// they happen; the summary repeats those that still hold.
 	Warnings []string
+	// GeneratorCPU is the CPU hload (its plugin processes included) used
+	// over the interval, as a fraction of the cores it may use; NaN where
+	// it cannot read its own CPU time.
+	GeneratorCPU float64
+	// SoFar is the run so far: the summary as it would read if the run
+	// ended at End, thresholds included. Only when a sink asks for it
+	// (core.Watcher); nil otherwise.
+	SoFar *Summary
 }
 
 // Summary is the machine-readable result of a run, written by

@@ -106,6 +106,7 @@ type Collector struct {
 	scenarios map[string]*scenarioCols
 	order     []string // scenarios in the order RunInfo gives them
 	gauges    map[string]*column
+	cpu       column // hload's own CPU, as a fraction of its cores
 	events    []metrics.SeriesEvent
 }
 
@@ -115,7 +116,7 @@ var _ core.Sink = (*Collector)(nil)
 // (core.Plan), which give the stage boundaries and the planned load.
 func New(plans []core.ScenarioPlan) *Collector {
 	c := &Collector{plans: map[string]*core.ScenarioPlan{}, max: MaxPoints, merged: 1,
-		scenarios: map[string]*scenarioCols{}, gauges: map[string]*column{}}
+		scenarios: map[string]*scenarioCols{}, gauges: map[string]*column{}, cpu: column{kind: mergeRate}}
 	for i := range plans {
 		c.plans[plans[i].Name] = &plans[i]
 	}
@@ -243,6 +244,7 @@ func (c *Collector) Write(s metrics.Snapshot) error {
 			set(&sc.planned, planned(sc.plan, start, end))
 		}
 	}
+	set(&c.cpu, s.GeneratorCPU)
 	for name, v := range s.Gauges {
 		g := c.gauges[name]
 		if g == nil {
@@ -296,7 +298,7 @@ func (c *Collector) columns() []*column {
 	for _, g := range c.gauges {
 		out = append(out, g)
 	}
-	return out
+	return append(out, &c.cpu)
 }
 
 // mergePairs halves the points: each pair becomes one point that ends
@@ -363,6 +365,7 @@ func (c *Collector) Series() *metrics.IntervalSeries {
 			out.Gauges[name] = slices.Clone(g.vals)
 		}
 	}
+	out.GeneratorCPU = slices.Clone(c.cpu.vals)
 	out.Events = slices.Clone(c.events)
 	return out
 }
