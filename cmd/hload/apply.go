@@ -18,6 +18,7 @@ import (
 	"github.com/hload/hload/internal/outfile"
 	"github.com/hload/hload/sinks/console"
 	"github.com/hload/hload/sinks/csv"
+	"github.com/hload/hload/sinks/dashboard"
 	"github.com/hload/hload/sinks/export"
 	"github.com/hload/hload/sinks/html"
 	"github.com/hload/hload/sinks/influxdb"
@@ -31,12 +32,14 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		summaryExport string
 		segment       segmentFlags
 		start         startFlags
+		dash          dashboardFlags
 		quiet         bool
 	)
 	common.register(fs)
 	fs.StringVar(&summaryExport, "summary-export", "", "write the summary JSON to this `file`; - prints it as the last line of stdout, on one line")
 	segment.register(fs.FlagSet)
 	start.register(fs.FlagSet)
+	dash.register(fs.FlagSet)
 	fs.BoolVar(&quiet, "quiet", false, "print no live progress, only the summary")
 	files, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -47,6 +50,10 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 	barrier, err := start.resolve()
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	dashCfg, err := dash.resolve()
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -118,6 +125,18 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 		sinks = sinks.insert(1, export.New(summaryExport, collector.Series), "--summary-export")
 	}
 	sinks.add(collector, "")
+	if dashCfg.addr != "" {
+		// Listening now, before any load: a port in use fails the command.
+		d, err := dashboard.Listen(dashboard.Options{Addr: dashCfg.addr, Token: dashCfg.token, Plans: core.Plan(test, seg)})
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--dashboard: %w", err)}
+		}
+		defer dashCfg.end(d, stop, stderr)
+		fmt.Fprintf(stderr, "hload: live dashboard at %s\n", d.URL())
+		// Closed after the other sinks, before the console: its summary
+		// names their failures.
+		sinks = sinks.insert(1, d, "the dashboard")
+	}
 
 	if !barrier.time.IsZero() {
 		if err := barrier.late(time.Now()); err != nil {

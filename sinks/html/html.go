@@ -141,6 +141,9 @@ func Render(w io.Writer, sum *metrics.Summary) error {
 // page is what the shared parts of every page read (page.html.tmpl):
 // the embedded data, uPlot, the charts' machinery and the styles.
 type page struct {
+	// Connect lets the page fetch from the server that served it (the
+	// live dashboard); a report fetches nothing.
+	Connect             bool
 	Data                template.JS
 	UplotJS, ChartJS    template.JS
 	UplotCSS, ReportCSS template.CSS
