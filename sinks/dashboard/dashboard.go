@@ -132,6 +132,11 @@ func Listen(opts Options) (*Sink, error) {
 	// Every event is kept, so a viewer that joins late gets the run from
 	// its start, and one that comes back gets what it missed.
 	s.events.AutoReplay = true
+	// Unbuffered: Publish returns once the stream has taken the event, so
+	// after the last one, closing the stream loses none (its fan-out ends
+	// the event it is on before it sees the close). The queue in front
+	// keeps the run from waiting on it.
+	s.events.BufferSize = 0
 	s.events.CreateStream(stream)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
