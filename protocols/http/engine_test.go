@@ -30,6 +30,7 @@ type countingServer struct {
 	*httptest.Server
 	requests atomic.Int64
 	conns    atomic.Int64
+	closed   atomic.Int64 // connections the server has closed
 	mu       sync.Mutex
 	addrs    map[string]int // remote address -> requests
 }
@@ -52,8 +53,11 @@ func startCountingServer(t *testing.T, tls, h2 bool, readTimeout time.Duration, 
 	s.Config.ErrorLog = log.New(io.Discard, "", 0)
 	s.Config.ReadTimeout = readTimeout
 	s.Config.ConnState = func(_ net.Conn, st nethttp.ConnState) {
-		if st == nethttp.StateNew {
+		switch st {
+		case nethttp.StateNew:
 			s.conns.Add(1)
+		case nethttp.StateClosed:
+			s.closed.Add(1)
 		}
 	}
 	s.EnableHTTP2 = h2
@@ -403,7 +407,16 @@ func TestConnectedAheadThenClosed(t *testing.T) {
 			if err := c.(protocols.Connector).Connect(context.Background(), 1); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond) // the server has closed it
+			// Until the server has closed it: by its own account, not after
+			// a fixed sleep, which a busy machine under -race outran (its
+			// read timeout fired after the first call was written).
+			deadline := time.Now().Add(10 * time.Second)
+			for srv.closed.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the server has not closed the idle connection 10 s after its 100 ms read timeout")
+				}
+				time.Sleep(time.Millisecond)
+			}
 			for i := range 3 {
 				if res := do(t, c, 1, path("/"), true); res.request.Error != "" || res.body != "ok" {
 					t.Fatalf("call %d: %+v", i, res.request)
