@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/r3labs/sse/v2"
@@ -92,6 +93,8 @@ type Sink struct {
 	srv    *http.Server
 	events *sse.Server
 	page   []byte
+	// viewers are those reading /events now.
+	viewers atomic.Int64
 
 	fanned chan struct{} // closed when the fan-out has published all
 	run    metrics.RunInfo
@@ -137,6 +140,8 @@ func Listen(opts Options) (*Sink, error) {
 	// the event it is on before it sees the close). The queue in front
 	// keeps the run from waiting on it.
 	s.events.BufferSize = 0
+	s.events.OnSubscribe = func(string, *sse.Subscriber) { s.viewers.Add(1) }
+	s.events.OnUnsubscribe = func(string, *sse.Subscriber) { s.viewers.Add(-1) }
 	s.events.CreateStream(stream)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
@@ -151,6 +156,9 @@ func Listen(opts Options) (*Sink, error) {
 
 // URL is the page's address.
 func (s *Sink) URL() string { return "http://" + s.ln.Addr().String() + "/" }
+
+// Viewers is how many viewers read /events now.
+func (s *Sink) Viewers() int { return int(s.viewers.Load()) }
 
 // WatchesRunSoFar asks the core for the run so far in every snapshot.
 func (s *Sink) WatchesRunSoFar() {}
