@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 		serveBench()
 		return
 	}
+	if spec := os.Getenv(viewersEnv); spec != "" {
+		playViewers(spec)
+		return
+	}
 	dir, err := os.MkdirTemp("", "hload-bin")
 	if err != nil {
 		panic(err)
