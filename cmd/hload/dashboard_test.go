@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hload/hload/config"
 	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
 )
@@ -414,5 +415,66 @@ func TestDashboardAddressAndToken(t *testing.T) {
 	}
 	if c := <-exit; c != 0 {
 		t.Fatalf("apply exit %d:\n%s", c, stderrW.String())
+	}
+}
+
+// TestDashboardNeverShowsASecret: the secrets of sensitiveTest, echoed
+// back by the server into every failed call's message, reach none of
+// what the dashboard serves: the events, the summary, the report. The
+// echo does, redacted.
+func TestDashboardNeverShowsASecret(t *testing.T) {
+	srv, _ := reflectingServer(t)
+	dir := t.TempDir()
+	test := sensitiveTest[:strings.Index(sensitiveTest, `sink "csv"`)]
+	file := writeFile(t, dir, "test.hcl", test)
+	t.Setenv("HLOAD_VAR_env_token", envSecret)
+	t.Setenv("HLOAD_TEST_API_TOKEN", apiSecret)
+	base, exit, stderr := startDashboardRun(t, "--dashboard-linger", "3s", "--var", "base_url="+srv.URL,
+		"--var", "influx_url=http://127.0.0.1:1", "--var", "flag_token="+flagSecret, file)
+
+	resp, err := http.Get(base + "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events bytes.Buffer
+	sc := bufio.NewScanner(io.TeeReader(resp.Body, &events))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"final":true`) {
+	}
+	resp.Body.Close()
+	outputs := map[string]string{"/events": events.String()}
+	for _, path := range []string{"", "summary.json", "report.html"} {
+		var body []byte
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			resp, err := http.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/%s: %s 30 s after the run", path, resp.Status)
+			}
+		}
+		outputs["/"+path] = string(body)
+	}
+	for name, text := range outputs {
+		for _, secret := range secretForms {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s holds %q:\n%s", name, secret, excerpt(text, secret))
+			}
+		}
+	}
+	for _, name := range []string{"/events", "/summary.json"} {
+		if !strings.Contains(outputs[name], "500 echo "+config.Redacted) {
+			t.Errorf("%s does not show the echoed message, redacted", name)
+		}
+	}
+	// Every call failed: exit 99, after the linger.
+	if c := <-exit; c != 99 {
+		t.Fatalf("apply exit %d, want 99:\n%s", c, stderr.String())
 	}
 }
