@@ -8,6 +8,8 @@
   var token = new URLSearchParams(location.search).get("token");
   var query = token ? "?token=" + encodeURIComponent(token) : "";
   var series = { time_s: [], scenarios: [], events: [] };
+  // The series kept so far, for a reader of the page and its tests.
+  window.hloadLiveSeries = series;
   var lastID = -1;
   var ended = false;
 
