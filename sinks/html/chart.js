@@ -32,6 +32,8 @@ var hloadCharts = (function () {
     var div = document.createElement("div");
     div.className = "chart";
     div.setAttribute("data-title", o.title);
+    // How many points it has: a test of the live page sees them grow.
+    div.setAttribute("data-points", String(o.xs.length));
     parent.appendChild(div);
     var series = [{ label: o.xLabel }];
     var data = [o.xs];

@@ -14,7 +14,8 @@ var (
 )
 
 // RenderLive writes the live dashboard's page: the report's charts and
-// styles, drawn from the events of /events as they come (live.js). It
+// styles, drawn by the report's own code (report.js) from the events of
+// /events as they come (live.js). It
 // embeds everything it needs, as the report does, and fetches only from
 // the server that served it.
 func RenderLive(w io.Writer) error {
@@ -24,11 +25,11 @@ func RenderLive(w io.Writer) error {
 	}
 	p := newPage([]byte("{}"))
 	p.Connect = true
-	return t.Execute(w, liveView{page: p, LiveJS: template.JS(liveJS)})
+	return t.Execute(w, liveView{page: p, ReportJS: template.JS(reportJS), LiveJS: template.JS(liveJS)})
 }
 
 // liveView is what the live page's template reads.
 type liveView struct {
 	page
-	LiveJS template.JS
+	ReportJS, LiveJS template.JS
 }

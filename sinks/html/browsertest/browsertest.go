@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +115,11 @@ type Page struct {
 		SaturationColumns int `json:"saturation_columns"`
 		Width             int `json:"width"`
 		Height            int `json:"height"`
+		// Points is how many x values the chart has (its data-points).
+		Points int `json:"points"`
+		// Pixels is a hash of its canvas's pixels: it changes when the
+		// chart draws anything new.
+		Pixels string `json:"pixels"`
 	} `json:"charts"`
 	Rows []struct {
 		Scenario string            `json:"scenario"`
@@ -147,15 +153,17 @@ const readPage = `(() => {
   document.querySelectorAll("div.chart").forEach(d => {
     const c = d.querySelector("canvas");
     const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-    let coloured = 0, mark = 0, sat = 0;
+    let coloured = 0, mark = 0, sat = 0, hash = 2166136261;
     const satColumns = new Set();
     for (let i = 0; i < px.length; i += 4) {
       const r = px[i], g = px[i+1], b = px[i+2];
       if (px[i+3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) coloured++;
+      hash = Math.imul(hash ^ (r | g << 8 | b << 16 | px[i+3] << 24), 16777619);
       if (r === 221 && g === 0 && b === 0 && px[i+3] === 255) mark++;
       if (r === 123 && g === 50 && b === 148 && px[i+3] === 255) { sat++; satColumns.add((i / 4) % c.width); }
     }
-    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, saturation_mark: sat, saturation_columns: satColumns.size, width: c.width, height: c.height});
+    out.charts.push({title: d.dataset.title, coloured: coloured, generator_mark: mark, saturation_mark: sat, saturation_columns: satColumns.size, width: c.width, height: c.height,
+      points: Number(d.dataset.points || 0), pixels: (hash >>> 0).toString(16)});
   });
   document.querySelectorAll("table.requests").forEach(t => t.querySelectorAll("tr[data-request]").forEach(tr => {
     const row = {scenario: t.dataset.scenario, request: tr.dataset.request, cells: {}};
@@ -194,38 +202,18 @@ document.addEventListener("securitypolicyviolation", e => window.__hloadRefused.
 
 // load opens path in a new tab and returns what the page showed and every
 // URL it asked for other than itself (data: URLs aside). It sees the
-// requests through the Network domain's requestWillBeSent, which a browser
-// sends for every request, the ones the page's Content-Security-Policy
-// blocks included, and through the page's own securitypolicyviolation
-// events. It takes nothing offline: the emulation calls for that change
-// from one Chromium release to the next, and the page's CSP already keeps
-// it off the network.
+// requests as watch does. It takes nothing offline: the emulation calls
+// for that change from one Chromium release to the next, and the page's
+// CSP already keeps it off the network.
 func load(browserCtx context.Context, path string) (*Page, []string, error) {
 	ctx, cancel := chromedp.NewContext(browserCtx)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelTimeout()
-	version := Version(browserCtx)
-	fail := func(method string, err error) error {
-		return fmt.Errorf("DevTools %s failed in %s: %w", method, version, err)
-	}
-
-	var mu sync.Mutex
-	var fetched []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
-			fetched = append(fetched, e.Request.URL)
-			mu.Unlock()
-		}
-	}); err != nil {
-		return nil, nil, fail("Target.attachToTarget", err)
-	}
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		return nil, nil, fail(network.Enable.Method, err)
-	}
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watchScript}); err != nil {
-		return nil, nil, fail(page.AddScriptToEvaluateOnNewDocument.Method, err)
+	fail := failure(browserCtx)
+	w, err := watch(ctx, fail)
+	if err != nil {
+		return nil, nil, err
 	}
 	self := (&url.URL{Scheme: "file", Path: path}).String()
 	began := time.Now()
@@ -236,7 +224,7 @@ func load(browserCtx context.Context, path string) (*Page, []string, error) {
 		return nil, nil, fail("Runtime.evaluate", fmt.Errorf("the charts' script did not finish: %w", err))
 	}
 	// One animation frame, so that uPlot's batched drawing is done.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => r(true)))`, chromedp.EvalAwaitPromise)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](nextFrame, chromedp.EvalAwaitPromise)); err != nil {
 		return nil, nil, fail("Runtime.evaluate", err)
 	}
 	drawn := time.Since(began)
@@ -245,25 +233,78 @@ func load(browserCtx context.Context, path string) (*Page, []string, error) {
 		return nil, nil, fail("Runtime.evaluate", err)
 	}
 	pg.Drawn = drawn
-	refused, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__hloadRefused`))
-	if err != nil {
-		return nil, nil, fail("Runtime.evaluate", err)
-	}
 	if pg.Screenshot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
 		return nil, nil, fail("Page.captureScreenshot", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return &pg, foreign(self, append(fetched, refused...)), nil
+	asked, err := w.asked(ctx, fail)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &pg, foreign(func(u string) bool { return u == self }, asked), nil
 }
 
-// foreign returns, once each and in order, the URLs other than self and
-// data: URLs.
-func foreign(self string, urls []string) []string {
+// nextFrame waits for one animation frame.
+const nextFrame = `new Promise(r => requestAnimationFrame(() => r(true)))`
+
+// failure returns how a failed DevTools call is told: its method and the
+// browser's version.
+func failure(browserCtx context.Context) func(method string, err error) error {
+	version := Version(browserCtx)
+	return func(method string, err error) error {
+		return fmt.Errorf("DevTools %s failed in %s: %w", method, version, err)
+	}
+}
+
+// watcher records what a tab asks for.
+type watcher struct {
+	mu      sync.Mutex
+	fetched []string
+}
+
+// watch records every URL the tab of ctx asks for, from its next
+// navigation on. It sees the requests through the Network domain's
+// requestWillBeSent, which a browser sends for every request, the ones the
+// page's Content-Security-Policy blocks included, and through the page's
+// own securitypolicyviolation events.
+func watch(ctx context.Context, fail func(string, error) error) (*watcher, error) {
+	w := &watcher{}
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			w.mu.Lock()
+			w.fetched = append(w.fetched, e.Request.URL)
+			w.mu.Unlock()
+		}
+	}); err != nil {
+		return nil, fail("Target.attachToTarget", err)
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		return nil, fail(network.Enable.Method, err)
+	}
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: watchScript}); err != nil {
+		return nil, fail(page.AddScriptToEvaluateOnNewDocument.Method, err)
+	}
+	return w, nil
+}
+
+// asked returns every URL the tab asked for so far, then those its policy
+// refused.
+func (w *watcher) asked(ctx context.Context, fail func(string, error) error) ([]string, error) {
+	refused, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.__hloadRefused`))
+	if err != nil {
+		return nil, fail("Runtime.evaluate", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append(slices.Clone(w.fetched), refused...), nil
+}
+
+// foreign returns, once each and in order, the URLs that are not the
+// page's own (self) and not data: URLs.
+func foreign(self func(string) bool, urls []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, u := range urls {
-		if u == self || strings.HasPrefix(u, "data:") || seen[u] {
+		if self(u) || strings.HasPrefix(u, "data:") || seen[u] {
 			continue
 		}
 		seen[u] = true
