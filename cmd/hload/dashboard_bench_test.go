@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -76,8 +75,6 @@ scenario "s" {
 	return b.String()
 }()
 
-var dashboardURL = regexp.MustCompile(`live dashboard at (http://\S+/)`)
-
 // BenchmarkDashboardViewers measures what the dashboard's viewers cost a
 // closed-model run that saturates hload's core: the server pinned to CPU
 // 1 with the viewers' process, hload pinned to CPU 0, 50 VUs for 5 s,
@@ -140,7 +137,7 @@ func BenchmarkDashboardViewers(b *testing.B) {
 			var url string
 			for url == "" && lines.Scan() {
 				stderr.WriteString(lines.Text() + "\n")
-				if m := dashboardURL.FindStringSubmatch(lines.Text()); m != nil {
+				if m := dashboardLine.FindStringSubmatch(lines.Text()); m != nil {
 					url = m[1]
 				}
 			}

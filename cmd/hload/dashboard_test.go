@@ -24,8 +24,8 @@ import (
 	"github.com/hload/hload/demo"
 )
 
-// dashboardTest is a 6 s closed-model run against the demo shop.
-const dashboardTest = `
+// dashboardEventsTest is a 6 s closed-model run against the demo shop.
+const dashboardEventsTest = `
 variable "base_url" {}
 target "shop" {
   base_url = var.base_url
@@ -45,10 +45,13 @@ scenario "browse" {
 }
 `
 
-// sseEvent is one event of /events as a plain SSE client reads it.
+// sseEvent is one event of /events as a plain SSE client reads it: an
+// interval's (no name), or the run's summary at the end (name "summary").
 type sseEvent struct {
 	id   int
-	data dashboardEvent
+	name string
+	data dashboardEvent // an interval's
+	raw  []byte
 }
 
 // dashboardEvent is the part of an event's data the tests read.
@@ -66,7 +69,7 @@ func readEvents(t *testing.T, body io.Reader, got func(sseEvent) (more bool)) {
 	t.Helper()
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	var id string
+	var id, name string
 	var data []string
 	for sc.Scan() {
 		line := sc.Text()
@@ -76,6 +79,8 @@ func readEvents(t *testing.T, body io.Reader, got func(sseEvent) (more bool)) {
 			switch field {
 			case "id":
 				id = value
+			case "event":
+				name = value
 			case "data":
 				data = append(data, value)
 			}
@@ -89,13 +94,14 @@ func readEvents(t *testing.T, body io.Reader, got func(sseEvent) (more bool)) {
 			t.Errorf("an event with id %q", id)
 			return
 		}
-		var ev sseEvent
-		ev.id = n
-		if err := json.Unmarshal([]byte(strings.Join(data, "\n")), &ev.data); err != nil {
-			t.Errorf("event %d: %v", n, err)
-			return
+		ev := sseEvent{id: n, name: name, raw: []byte(strings.Join(data, "\n"))}
+		if name == "" {
+			if err := json.Unmarshal(ev.raw, &ev.data); err != nil {
+				t.Errorf("event %d: %v", n, err)
+				return
+			}
 		}
-		id, data = "", nil
+		id, name, data = "", "", nil
 		if !got(ev) {
 			return
 		}
@@ -177,7 +183,7 @@ func TestDashboardEvents(t *testing.T) {
 	srv, served := countingShop(t)
 	dir := t.TempDir()
 	export := filepath.Join(dir, "result.json")
-	file := writeFile(t, dir, "test.hcl", dashboardTest)
+	file := writeFile(t, dir, "test.hcl", dashboardEventsTest)
 	base, exit, stderr := startDashboardRun(t, "--summary-export", export, "--var", "base_url="+srv.URL, file)
 
 	// open opens /events; the clients run on goroutines of their own,
@@ -206,6 +212,7 @@ func TestDashboardEvents(t *testing.T) {
 
 	var wg sync.WaitGroup
 	var first, resumed, late []sseEvent
+	var summaries [3][]byte // each client's summary event
 	reachedThree := make(chan struct{})
 	first1 := open(-1)
 	if first1 == nil {
@@ -215,6 +222,10 @@ func TestDashboardEvents(t *testing.T) {
 		defer first1.Body.Close()
 		said := false
 		readEvents(t, first1.Body, func(ev sseEvent) bool {
+			if ev.name == "summary" {
+				summaries[0] = ev.raw
+				return true
+			}
 			first = append(first, ev)
 			if !said && ev.data.ElapsedS >= 3 {
 				said = true
@@ -246,6 +257,10 @@ func TestDashboardEvents(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		readEvents(t, resp.Body, func(ev sseEvent) bool {
+			if ev.name == "summary" {
+				summaries[1] = ev.raw
+				return true
+			}
 			resumed = append(resumed, ev)
 			return true
 		})
@@ -258,6 +273,10 @@ func TestDashboardEvents(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		readEvents(t, resp.Body, func(ev sseEvent) bool {
+			if ev.name == "summary" {
+				summaries[2] = ev.raw
+				return true
+			}
 			late = append(late, ev)
 			return true
 		})
@@ -324,6 +343,25 @@ func TestDashboardEvents(t *testing.T) {
 	check("from the start", first)
 	check("resumed with Last-Event-ID", resumed)
 	check("joined at 3 s", late)
+	// After the last interval, each client got the summary and the report
+	// on the stream: the dashboard may end right after.
+	for i, raw := range summaries {
+		var end struct {
+			Summary    metrics.Summary `json:"summary"`
+			ReportHTML string          `json:"report_html"`
+		}
+		if err := json.Unmarshal(raw, &end); err != nil {
+			t.Fatalf("client %d's summary event: %v (%d bytes)", i, err, len(raw))
+		}
+		for r, fig := range sum.Scenarios["browse"].Requests {
+			if got := end.Summary.Scenarios["browse"].Requests[r]; got == nil || got.Count != fig.Count {
+				t.Fatalf("client %d's summary event: %s %+v, the export counts %d", i, r, got, fig.Count)
+			}
+		}
+		if !strings.Contains(end.ReportHTML, "<title>hload report") {
+			t.Fatalf("client %d's summary event has no report: %.200q", i, end.ReportHTML)
+		}
+	}
 	if late[0].data.ElapsedS >= 3 || len(late) < intervals {
 		t.Fatalf("the client that joined at 3 s did not get the first intervals: %+v", late[0])
 	}
@@ -336,7 +374,7 @@ func TestDashboardEvents(t *testing.T) {
 func TestDashboardAddressAndToken(t *testing.T) {
 	srv, served := countingShop(t)
 	dir := t.TempDir()
-	file := writeFile(t, dir, "test.hcl", strings.Replace(dashboardTest, `"6s"`, `"2s"`, 1))
+	file := writeFile(t, dir, "test.hcl", strings.Replace(dashboardEventsTest, `"6s"`, `"2s"`, 1))
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:5665", "[::]:0"} {
 		var stdout, stderr bytes.Buffer
 		code := run([]string{"apply", "--quiet", "--dashboard", addr, "--var", "base_url=" + srv.URL, file}, &stdout, &stderr)

@@ -42,8 +42,8 @@ type CapacitySaturation struct {
 
 // CapacityProgress is where a capacity search stands, for live progress.
 type CapacityProgress struct {
-	Step  int     // from 1
-	Steps int     // how many the search may take
-	Load  float64 // the current step's load
-	Unit  string
+	Step  int     `json:"step"`  // from 1
+	Steps int     `json:"steps"` // how many the search may take
+	Load  float64 `json:"load"`  // the current step's load
+	Unit  string  `json:"unit"`
 }

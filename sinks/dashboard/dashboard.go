@@ -102,7 +102,7 @@ type Sink struct {
 	all *series.Collector
 
 	mu      sync.Mutex
-	queue   chan []byte // events for the fan-out, in order; nil after Shutdown
+	queue   chan *sse.Event // events for the fan-out, in order; nil after Shutdown
 	next    int         // the next event's id
 	summary []byte      // the summary JSON, once the run has ended
 	report  []byte      // the HTML report, once the run has ended
@@ -129,7 +129,7 @@ func Listen(opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{opts: opts, ln: ln, page: page.Bytes(), queue: make(chan []byte, queued), fanned: make(chan struct{}),
+	s := &Sink{opts: opts, ln: ln, page: page.Bytes(), queue: make(chan *sse.Event, queued), fanned: make(chan struct{}),
 		all: series.New(opts.Plans)}
 	s.events = sse.New()
 	// Every event is kept, so a viewer that joins late gets the run from
@@ -196,6 +196,13 @@ type event struct {
 	Generator  *metrics.GeneratorFigures           `json:"generator,omitempty"`
 }
 
+// summaryEvent is the data of the stream's last event, named "summary":
+// the summary export and the HTML report, once the run has ended.
+type summaryEvent struct {
+	Summary    *metrics.Summary `json:"summary"`
+	ReportHTML string           `json:"report_html"`
+}
+
 // Write queues the interval's event. It never blocks: a full queue (the
 // fan-out stopped for thousands of intervals) loses the event, and the
 // summary says so.
@@ -207,14 +214,20 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
+	s.enqueue(&sse.Event{Data: data})
+	return nil
+}
+
+// enqueue hands ev to the fan-out without waiting: a full queue loses it,
+// and Close says so.
+func (s *Sink) enqueue(ev *sse.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
-	case s.queue <- data:
+	case s.queue <- ev:
 	default:
 		s.lost++
 	}
-	return nil
 }
 
 func (s *Sink) eventData(snap metrics.Snapshot) ([]byte, error) {
@@ -243,8 +256,8 @@ func (s *Sink) eventData(snap metrics.Snapshot) ([]byte, error) {
 // fanOut publishes the queued events in order, until the queue closes.
 func (s *Sink) fanOut() {
 	defer close(s.fanned)
-	for data := range s.queue {
-		s.events.Publish(stream, &sse.Event{Data: data})
+	for ev := range s.queue {
+		s.events.Publish(stream, ev)
 	}
 }
 
@@ -260,6 +273,13 @@ func (s *Sink) Close(sum metrics.Summary) error {
 	if err := html.Render(&report, &sum); err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
+	// The page gets both on the stream too: with no --dashboard-linger the
+	// server ends right after this, before a page could ask for them.
+	end, err := json.Marshal(summaryEvent{Summary: &sum, ReportHTML: report.String()})
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	s.enqueue(&sse.Event{Event: []byte("summary"), Data: end})
 	s.mu.Lock()
 	s.summary, s.report = append(data, '\n'), report.Bytes()
 	lost := s.lost

@@ -12,6 +12,7 @@
   window.hloadLiveSeries = series;
   var lastID = -1;
   var ended = false;
+  var fallback; // the timer that asks /summary.json if no summary event comes
 
   function $(id) { return document.getElementById(id); }
 
@@ -149,10 +150,7 @@
     series.scenarios.forEach(function (sc) {
       var c = (ev.capacity || {})[sc.name];
       if (c) {
-        // CapacityProgress has no JSON names of its own yet: Step, Steps...
-        var step = c.step !== undefined ? c.step : c.Step, steps = c.steps !== undefined ? c.steps : c.Steps;
-        var load = c.load !== undefined ? c.load : c.Load, unit = c.unit !== undefined ? c.unit : c.Unit;
-        parts.push(sc.name + ": capacity step " + step + " of " + steps + ", " + load + " " + unit);
+        parts.push(sc.name + ": capacity step " + c.step + " of " + c.steps + ", " + c.load + " " + c.unit);
         return;
       }
       var ends = sc.stages_s || [], i = 0;
@@ -203,13 +201,29 @@
   }
 
   // finish shows the run's end: the final event's verdict at once, then
-  // the summary's tables and the report's link once the server has them.
+  // the summary's tables and the report, which the stream's "summary"
+  // event brings when the run's sinks have closed. Should the stream end
+  // without it (a dashboard of an older hload, a dropped connection),
+  // the page asks /summary.json, which a lingering dashboard serves.
   function finish(ev) {
     ended = true;
-    source.close();
     verdict(ev.passed, ev.aborted ? " · ABORTED by threshold " + ev.aborted : "");
-    state("ended", "the run has ended after " + fixed(ev.elapsed_s, 1) + " s; fetching its summary");
-    fetchSummary(0);
+    state("ended", "the run has ended after " + fixed(ev.elapsed_s, 1) + " s; waiting for its summary");
+    fallback = setTimeout(function () { source.close(); fetchSummary(0); }, 3000);
+  }
+
+  // onSummary shows the summary the stream brought, and offers it and the
+  // HTML report as files made in the page: the server may be gone.
+  function onSummary(m) {
+    clearTimeout(fallback);
+    source.close();
+    var d = JSON.parse(m.data);
+    showSummary(d.summary);
+    var link = function (id, data, type) {
+      $(id).href = URL.createObjectURL(new Blob([data], { type: type }));
+    };
+    link("report-link", d.report_html, "text/html");
+    link("summary-link", JSON.stringify(d.summary, null, 2), "application/json");
   }
 
   function fetchSummary(tries) {
@@ -220,7 +234,11 @@
         return;
       }
       if (!r.ok) throw new Error("HTTP " + r.status);
-      return r.json().then(showSummary);
+      return r.json().then(function (sum) {
+        showSummary(sum);
+        $("report-link").href = "report.html" + query;
+        $("summary-link").href = "summary.json" + query;
+      });
     }).catch(function (e) {
       state("ended", "the run has ended; its summary could not be fetched (" + e.message +
         "): the dashboard has closed. Run with --dashboard-linger to keep it open after the run.");
@@ -232,20 +250,25 @@
     showRequests(sum.scenarios);
     verdict(sum.passed, (sum.interrupted ? " · INTERRUPTED: stopped before its planned end" : "") +
       (sum.aborted ? " · ABORTED by threshold " + sum.aborted : ""));
-    $("report-link").href = "report.html" + query;
-    $("summary-link").href = "summary.json" + query;
     $("download").hidden = false;
     state("summary", "the run has ended after " + fixed(sum.duration_s, 1) + " s");
   }
 
   var source = new EventSource("events" + query);
   source.onmessage = function (m) { onEvent(JSON.parse(m.data)); };
+  source.addEventListener("summary", onSummary);
   source.onopen = function () {
     if (lastID >= 0 && !ended) state("running", "reconnected; resuming after interval " + lastID);
   };
   // EventSource reconnects by itself, sending the last id it had.
   source.onerror = function () {
-    if (ended) return;
+    if (ended) {
+      // The stream ended before the summary came: ask for it.
+      clearTimeout(fallback);
+      source.close();
+      fetchSummary(0);
+      return;
+    }
     if (source.readyState === EventSource.CLOSED) state("closed", "the dashboard refused the stream; reload the page to try again");
     else state("reconnecting", "the connection was lost; reconnecting");
   };

@@ -304,7 +304,8 @@ func foreign(self func(string) bool, urls []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, u := range urls {
-		if self(u) || strings.HasPrefix(u, "data:") || seen[u] {
+		// A blob: URL is data the page made, under its own origin.
+		if self(u) || self(strings.TrimPrefix(u, "blob:")) || strings.HasPrefix(u, "data:") || seen[u] {
 			continue
 		}
 		seen[u] = true
