@@ -86,27 +86,7 @@ scenario "s" {
 // change in requests/s (stalled-%) and the ten viewers' change in CPU per
 // request (ten-viewers-cpu-%) are read. Load average: `uptime` beside.
 func BenchmarkDashboardViewers(b *testing.B) {
-	server, _ := pinned(true, 1, os.Args[0], "-test.run=^$")
-	server.Env = append(os.Environ(), benchServerEnv+"=1")
-	stdin, err := server.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := server.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	server.Stderr = os.Stderr
-	if err := server.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer server.Wait()
-	defer stdin.Close()
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("bench server: %v", err)
-	}
-	baseURL := "http://" + strings.TrimSpace(addr)
+	baseURL, _ := startBenchServer(b, true)
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "test.hcl"), []byte(dashboardBenchTest), 0o644); err != nil {
 		b.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -106,6 +105,23 @@ func readEvents(t *testing.T, body io.Reader, got func(sseEvent) (more bool)) {
 			return
 		}
 	}
+}
+
+// eventLog is what one client read: the intervals' events, in order, and
+// the summary event.
+type eventLog struct {
+	intervals []sseEvent
+	summary   []byte
+}
+
+// keep keeps ev; it always wants more.
+func (l *eventLog) keep(ev sseEvent) bool {
+	if ev.name == "summary" {
+		l.summary = ev.raw
+	} else {
+		l.intervals = append(l.intervals, ev)
+	}
+	return true
 }
 
 // urlWriter is a command's stderr that hands on the dashboard's address
@@ -211,8 +227,7 @@ func TestDashboardEvents(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	var first, resumed, late []sseEvent
-	var summaries [3][]byte // each client's summary event
+	var first, resumed, late eventLog
 	reachedThree := make(chan struct{})
 	first1 := open(-1)
 	if first1 == nil {
@@ -222,12 +237,8 @@ func TestDashboardEvents(t *testing.T) {
 		defer first1.Body.Close()
 		said := false
 		readEvents(t, first1.Body, func(ev sseEvent) bool {
-			if ev.name == "summary" {
-				summaries[0] = ev.raw
-				return true
-			}
-			first = append(first, ev)
-			if !said && ev.data.ElapsedS >= 3 {
+			first.keep(ev)
+			if !said && ev.name == "" && ev.data.ElapsedS >= 3 {
 				said = true
 				close(reachedThree)
 			}
@@ -242,28 +253,18 @@ func TestDashboardEvents(t *testing.T) {
 		if resp == nil {
 			return
 		}
-		readEvents(t, resp.Body, func(ev sseEvent) bool {
-			resumed = append(resumed, ev)
-			return len(resumed) < 2
-		})
+		readEvents(t, resp.Body, func(ev sseEvent) bool { return resumed.keep(ev) && len(resumed.intervals) < 2 })
 		resp.Body.Close() // gone for a while
-		if len(resumed) == 0 {
+		if len(resumed.intervals) == 0 {
 			t.Error("the stream ended before its first event")
 			return
 		}
 		time.Sleep(1500 * time.Millisecond)
-		if resp = open(resumed[len(resumed)-1].id); resp == nil {
+		if resp = open(resumed.intervals[len(resumed.intervals)-1].id); resp == nil {
 			return
 		}
 		defer resp.Body.Close()
-		readEvents(t, resp.Body, func(ev sseEvent) bool {
-			if ev.name == "summary" {
-				summaries[1] = ev.raw
-				return true
-			}
-			resumed = append(resumed, ev)
-			return true
-		})
+		readEvents(t, resp.Body, resumed.keep)
 	})
 	wg.Go(func() {
 		<-reachedThree
@@ -272,14 +273,7 @@ func TestDashboardEvents(t *testing.T) {
 			return
 		}
 		defer resp.Body.Close()
-		readEvents(t, resp.Body, func(ev sseEvent) bool {
-			if ev.name == "summary" {
-				summaries[2] = ev.raw
-				return true
-			}
-			late = append(late, ev)
-			return true
-		})
+		readEvents(t, resp.Body, late.keep)
 	})
 	if c := <-exit; c != 0 {
 		t.Fatalf("apply exit %d:\n%s", c, stderr.String())
@@ -289,14 +283,7 @@ func TestDashboardEvents(t *testing.T) {
 		t.FailNow()
 	}
 
-	var sum metrics.Summary
-	data, err := os.ReadFile(export)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &sum); err != nil {
-		t.Fatal(err)
-	}
+	sum := exportedSummary(t, export)
 	intervals := len(sum.Series.TimeS)
 	if sum.Series.Merged != 1 || intervals < 6 {
 		t.Fatalf("the export's series: %d points of %d intervals", intervals, sum.Series.Merged)
@@ -340,12 +327,12 @@ func TestDashboardEvents(t *testing.T) {
 			}
 		}
 	}
-	check("from the start", first)
-	check("resumed with Last-Event-ID", resumed)
-	check("joined at 3 s", late)
+	check("from the start", first.intervals)
+	check("resumed with Last-Event-ID", resumed.intervals)
+	check("joined at 3 s", late.intervals)
 	// After the last interval, each client got the summary and the report
 	// on the stream: the dashboard may end right after.
-	for i, raw := range summaries {
+	for i, raw := range [][]byte{first.summary, resumed.summary, late.summary} {
 		var end struct {
 			Summary    metrics.Summary `json:"summary"`
 			ReportHTML string          `json:"report_html"`
@@ -362,8 +349,8 @@ func TestDashboardEvents(t *testing.T) {
 			t.Fatalf("client %d's summary event has no report: %.200q", i, end.ReportHTML)
 		}
 	}
-	if late[0].data.ElapsedS >= 3 || len(late) < intervals {
-		t.Fatalf("the client that joined at 3 s did not get the first intervals: %+v", late[0])
+	if late.intervals[0].data.ElapsedS >= 3 {
+		t.Fatalf("the client that joined at 3 s did not get the first intervals: %+v", late.intervals[0])
 	}
 	t.Logf("%d intervals, %d calls counted by the server and in every client's last event", intervals, calls)
 }

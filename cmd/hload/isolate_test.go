@@ -257,7 +257,10 @@ func BenchmarkIsolatedHTTP(b *testing.B) {
 	b.Run("unpinned", func(b *testing.B) { benchIsolated(b, false) })
 }
 
-func benchIsolated(b *testing.B, pin bool) {
+// startBenchServer starts this test binary as the 60-byte server
+// (serveBench), on CPU 1 when pin is true and the machine allows it,
+// which it reports. The server stops when the benchmark ends.
+func startBenchServer(b *testing.B, pin bool) (baseURL string, isPinned bool) {
 	server, isPinned := pinned(pin, 1, os.Args[0], "-test.run=^$")
 	server.Env = append(os.Environ(), benchServerEnv+"=1")
 	stdin, err := server.StdinPipe()
@@ -272,13 +275,19 @@ func benchIsolated(b *testing.B, pin bool) {
 	if err := server.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer server.Wait()
-	defer stdin.Close()
+	b.Cleanup(func() {
+		stdin.Close()
+		server.Wait()
+	})
 	addr, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		b.Fatalf("bench server: %v", err)
 	}
-	baseURL := "http://" + strings.TrimSpace(addr)
+	return "http://" + strings.TrimSpace(addr), isPinned
+}
+
+func benchIsolated(b *testing.B, pin bool) {
+	baseURL, isPinned := startBenchServer(b, pin)
 
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "test.hcl"), []byte(isolateTest), 0o644); err != nil {

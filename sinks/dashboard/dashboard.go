@@ -103,10 +103,10 @@ type Sink struct {
 
 	mu      sync.Mutex
 	queue   chan *sse.Event // events for the fan-out, in order; nil after Shutdown
-	next    int         // the next event's id
-	summary []byte      // the summary JSON, once the run has ended
-	report  []byte      // the HTML report, once the run has ended
-	lost    int         // events the queue had no room for
+	next    int             // the next event's id
+	summary []byte          // the summary JSON, once the run has ended
+	report  []byte          // the HTML report, once the run has ended
+	lost    int             // events the queue had no room for
 }
 
 var (
@@ -146,8 +146,10 @@ func Listen(opts Options) (*Sink, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
 	mux.HandleFunc("GET /events", s.serveEvents)
-	mux.HandleFunc("GET /summary.json", s.serveSummary)
-	mux.HandleFunc("GET /report.html", s.serveReport)
+	mux.HandleFunc("GET /summary.json", s.serveEnd("summary", "application/json", "",
+		func(s *Sink) []byte { return s.summary }))
+	mux.HandleFunc("GET /report.html", s.serveEnd("report", "text/html; charset=utf-8", `attachment; filename="hload-report.html"`,
+		func(s *Sink) []byte { return s.report }))
 	s.srv = &http.Server{Handler: s.guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	go s.fanOut()
@@ -382,27 +384,21 @@ func (v viewerWriter) Flush() {
 	v.rc.Flush()
 }
 
-func (s *Sink) serveSummary(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	data := s.summary
-	s.mu.Unlock()
-	if data == nil {
-		http.Error(w, "the run has not ended: the summary comes at its end", http.StatusServiceUnavailable)
-		return
+// serveEnd serves what the run's end brings (the summary, the report),
+// picked from the sink under its lock: 503 until the run has ended.
+func (s *Sink) serveEnd(what, contentType, disposition string, pick func(*Sink) []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		data := pick(s)
+		s.mu.Unlock()
+		if data == nil {
+			http.Error(w, "the run has not ended: the "+what+" comes at its end", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		if disposition != "" {
+			w.Header().Set("Content-Disposition", disposition)
+		}
+		w.Write(data)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(data)
-}
-
-func (s *Sink) serveReport(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	data := s.report
-	s.mu.Unlock()
-	if data == nil {
-		http.Error(w, "the run has not ended: the report comes at its end", http.StatusServiceUnavailable)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="hload-report.html"`)
-	w.Write(data)
 }
