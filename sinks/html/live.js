@@ -248,6 +248,7 @@
   function showSummary(sum) {
     showThresholds(sum.thresholds);
     showRequests(sum.scenarios);
+    $("requests-note").textContent = "The whole run, from its summary; latencies in ms.";
     verdict(sum.passed, (sum.interrupted ? " · INTERRUPTED: stopped before its planned end" : "") +
       (sum.aborted ? " · ABORTED by threshold " + sum.aborted : ""));
     $("download").hidden = false;
