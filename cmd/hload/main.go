@@ -111,6 +111,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdDemo(args[1:], stdout, stderr)
 	case "plugin":
 		err = cmdPlugin(args[1:], stdout, stderr)
+	case "import":
+		err = cmdImport(args[1:], stdout, stderr)
 	case servePluginCommand:
 		err = cmdServePlugin(args[1:], stderr)
 	case "version":
