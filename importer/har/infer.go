@@ -294,10 +294,10 @@ type step struct {
 
 // origin is a scheme and a host the recording sent requests to.
 type origin struct {
-	url    string
-	count  int
-	first  int
-	target string
+	url     string
+	count   int
+	first   int
+	target  string
 	varName string
 }
 
