@@ -179,13 +179,13 @@ func (p *parser) jsonErr(err error) error {
 		err = json.Unmarshal(p.data, &whole)
 	}
 	switch {
-	case errors.As(err, &syntax) && syntax.Offset >= int64(len(p.data)):
+	case errors.As(err, &syntax) && syntax.Error() == "unexpected end of JSON input":
 		return p.errAt(int64(len(p.data)), "the file ends in the middle of its JSON: it was cut short (a recording saved before it finished, or a partial copy)")
 	case errors.As(err, &syntax):
 		// Offset is just after the character that is wrong.
 		return p.errAt(max(syntax.Offset-1, 0), "not valid JSON: "+syntax.Error())
 	case errors.As(err, &typ):
-		return p.errAt(typ.Offset, fmt.Sprintf("%s is a JSON %s; a HAR has %s there", typ.Field, typ.Value, jsonKind(typ.Type.Kind().String())))
+		return p.errAt(valueStart(p.data, typ.Offset), fmt.Sprintf("%s is a JSON %s; a HAR has %s there", typ.Field, typ.Value, jsonKind(typ.Type.Kind().String())))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return p.errAt(int64(len(p.data)), "the file ends in the middle of its JSON: it was cut short (a recording saved before it finished, or a partial copy)")
 	}
@@ -275,6 +275,27 @@ func (p *parser) check(e *Entry, off int64) error {
 		return p.errAt(off, "an entry has no startedDateTime")
 	}
 	return nil
+}
+
+// valueStart steps back from end, just after a string or a scalar, to
+// where that value starts, so that a place points at the value.
+func valueStart(data []byte, end int64) int64 {
+	if end <= 0 || end > int64(len(data)) {
+		return end
+	}
+	i := end - 1
+	if data[i] == '"' {
+		for i--; i > 0; i-- {
+			if data[i] == '"' && data[i-1] != '\\' {
+				return i
+			}
+		}
+		return 0
+	}
+	for i > 0 && strings.IndexByte("0123456789.eE+-truefalsn", data[i-1]) >= 0 {
+		i--
+	}
+	return i
 }
 
 // jsonKind names a Go kind as JSON does.

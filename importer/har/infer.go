@@ -290,6 +290,10 @@ type step struct {
 	gap time.Duration
 	// uses are the steps whose captures this step sends.
 	uses []*step
+	// wholePath is the Location that is the whole of the path, or nil.
+	wholePath *capture
+	// login: it sends a password typed into a form or a JSON body.
+	login bool
 }
 
 // origin is a scheme and a host the recording sent requests to.
@@ -331,6 +335,9 @@ const minLong = 8
 // secretKey matches the names of fields, parameters and headers whose
 // typed values are secrets.
 var secretKey = regexp.MustCompile(`(?i)(passw|passwd|^pwd$|^pass$|passphrase|secret|token|api[-_]?key|apikey|^auth|credential|^otp$|^pin$|session|csrf|xsrf|jwt)`)
+
+// passwordKey matches the fields whose typed value makes a request a login.
+var passwordKey = regexp.MustCompile(`(?i)(passw|passwd|^pwd$|^pass$|passphrase)`)
 
 // idKey matches the JSON keys whose numbers are ids.
 var idKey = regexp.MustCompile(`(?i)(^id$|_id$|[a-z]Id$|ID$|^uuid$|^key$)`)
@@ -399,8 +406,18 @@ func (im *importer) add(n int, e *Entry) {
 	im.steps = append(im.steps, s)
 	var sent []string // what this request sends as recorded, once resolved
 
+	// A redirect's Location that names a resource (an id in its path, or
+	// a query) is the whole path of the request that follows it.
+	if c := im.known[u.RequestURI()]; c != nil && c.fn == "header" && c.arg == "Location" && namesResource(c.value) {
+		s.wholePath = c
+		im.use(s, c, "the path")
+		u = &url.URL{Scheme: u.Scheme, Host: u.Host}
+	}
 	// The path, a segment at a time.
 	for seg := range strings.SplitSeq(strings.TrimPrefix(u.EscapedPath(), "/"), "/") {
+		if s.wholePath != nil {
+			break
+		}
 		raw, err := url.PathUnescape(seg)
 		if err != nil {
 			raw = seg
@@ -448,6 +465,7 @@ func (im *importer) add(n int, e *Entry) {
 					p := im.resolve(s, l.node.text, "the body", true)
 					if p.literal() && l.node.kind == 's' && secretKey.MatchString(l.key) && l.node.text != "" {
 						p = parts{{variable: im.secret(l.node.text, l.key, fmt.Sprintf("%s %s, body field %s", s.method, u.Path, l.path))}}
+						s.login = s.login || passwordKey.MatchString(l.key)
 					}
 					l.node.sent = p
 					sent = append(sent, l.node.text)
@@ -483,6 +501,7 @@ func (im *importer) add(n int, e *Entry) {
 					p := im.resolve(s, val, "the body", true)
 					if p.literal() && secretKey.MatchString(f.Name) && val != "" {
 						p = parts{{variable: im.secret(val, f.Name, fmt.Sprintf("%s %s, form field %s", s.method, u.Path, f.Name))}}
+						s.login = s.login || passwordKey.MatchString(f.Name)
 					}
 					s.form = append(s.form, formField{name: f.Name, value: p})
 					sent = append(sent, val)
@@ -529,6 +548,26 @@ func (im *importer) add(n int, e *Entry) {
 		}
 	}
 	im.carried(s)
+}
+
+// namesResource reports whether a redirect's Location names a resource
+// made for this user (an id in its path, or a query), which a later
+// request must take from the response; a fixed page such as /account is
+// written as it is.
+func namesResource(location string) bool {
+	u, err := url.Parse(location)
+	if err != nil || u.Host != "" {
+		return false
+	}
+	if u.RawQuery != "" {
+		return true
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if idSegment.MatchString(seg) {
+			return true
+		}
+	}
+	return false
 }
 
 // schemeVar names the variable of a typed credential after its scheme.
@@ -701,11 +740,16 @@ func canonical(name string) string {
 }
 
 // chooseSetup moves the login, and the steps it needs, to the setup: the
-// first step whose capture later requests send as a credential. A test
-// whose every step it would take keeps them in its flow.
+// first step that sends a typed password, or whose capture later requests
+// send as a credential (a bearer token, a CSRF token). A test whose every
+// step it would take keeps them in its flow.
 func (im *importer) chooseSetup() {
 	var login *step
 	for _, s := range im.steps {
+		if s.login {
+			login = s
+			break
+		}
 		for _, c := range s.captures {
 			if c.credential && len(c.users) > 0 {
 				login = s
@@ -743,6 +787,9 @@ func (im *importer) chooseSetup() {
 // shownPath is the step's path as the test writes it, captures as
 // {name}, for comments and messages; its query is left out.
 func (s *step) shownPath() string {
+	if s.wholePath != nil {
+		return "{" + s.wholePath.name + "}"
+	}
 	var b strings.Builder
 	for _, seg := range s.path {
 		b.WriteByte('/')

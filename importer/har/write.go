@@ -276,6 +276,9 @@ func isCommon(common []sentHeader, h sentHeader) bool {
 
 // pathParts is the path and its query as one value.
 func (s *step) pathParts() parts {
+	if s.wholePath != nil {
+		return parts{{capture: s.wholePath}}
+	}
 	var out parts
 	for _, seg := range s.path {
 		out = append(out, part{lit: "/"})
@@ -368,8 +371,10 @@ func objectTokens(attrs []hclwrite.ObjectAttrTokens) hclwrite.Tokens {
 	width := 0
 	for _, a := range attrs {
 		width += len(a.Name.Bytes()) + len(a.Value.Bytes()) + 5
-		if strings.ContainsAny(string(a.Value.Bytes()), "{[\n") {
-			width += 1000
+		for _, t := range a.Value {
+			if t.Type == hclsyntax.TokenOBrace || t.Type == hclsyntax.TokenOBrack || t.Type == hclsyntax.TokenNewline {
+				width += 1000 // a nested object or list: one attribute a line
+			}
 		}
 	}
 	if len(attrs) == 0 || len(attrs) > 3 || width > 70 {
