@@ -279,8 +279,11 @@ func TestNothingLeft(t *testing.T) {
 // TestParseErrors: each file that is not a HAR is refused at its place.
 func TestParseErrors(t *testing.T) {
 	ok := `{"log": {"entries": [{"startedDateTime": "2026-01-01T00:00:00Z", "request": {"method": "GET", "url": "http://a/"}, "response": {"status": 200}}]}}`
+	one := ok[21 : len(ok)-3]
+	two := `{"log": {"entries": [` + one + ",\n" + one + "]}}"
 	cases := []struct{ name, data, want string }{
 		{"empty", "", "t.har:1:1: the file is empty"},
+		{"cut short after a whole entry", two[:len(two)-10], "t.har:2:116: the file ends in the middle"},
 		{"cut short", ok[:60], "t.har:1:61: the file ends in the middle of its JSON"},
 		{"cut short after a newline", "{\"log\": {\n", "t.har:2:1: the file ends in the middle"},
 		{"a syntax error", "{\"log\":\n {\"entries\": [}", "t.har:2:15: not valid JSON: invalid character '}'"},
@@ -301,7 +304,7 @@ func TestParseErrors(t *testing.T) {
 			}
 		})
 	}
-	h, err := Parse("t.har", []byte("{\"log\": {\"entries\": [\n\n  "+ok[21:len(ok)-3]+"]}}"))
+	h, err := Parse("t.har", []byte("{\"log\": {\"entries\": [\n\n  "+one+"]}}"))
 	if err != nil {
 		t.Fatal(err)
 	}
