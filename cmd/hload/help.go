@@ -45,6 +45,16 @@ var demoHelp = commandHelp{name: "demo", usage: "hload demo [flags]", about: `
 Serve the embedded demo shop, with its notification service (SSE), journeys,
 a slowed page and a page of known capacity, until Ctrl-C.`}
 
+var importHARHelp = commandHelp{name: "import har", usage: "hload import har [flags] FILE.har", about: `
+Write a test from a browser's recording (DevTools, Network: Save all as HAR),
+Chromium's or Firefox's: its requests as one flow in order, with the recorded
+pauses as think time and a check on each recorded status; the login as the
+setup; a capture for each value a response gave and a later request sent; a
+variable for each origin (base_url), vus, duration, and each password or
+token typed in (sensitive, no default). Static assets are left out. The file
+passes hload validate, or nothing is written. Exit 2 for a file that is not a
+HAR, with its line and column. See docs/import-har.md.`}
+
 var versionHelp = commandHelp{name: "version", usage: "hload version", about: `
 Print hload's version.`}
 
