@@ -69,6 +69,7 @@ Usage:
   hload report RESULT.json        render the HTML report of a summary export (-o FILE)
   hload merge RESULT.json... | -  merge the summary exports of a run's segments
   hload plugin list|describe      list protocols and plugins, or describe one as JSON
+  hload import har|access-log    write a test from a browser's recording or a server's access log
   hload demo [--listen ADDR]      serve the embedded demo shop
   hload version                   print the version
 
