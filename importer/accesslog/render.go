@@ -89,10 +89,13 @@ func (r *Result) writeRate(b *hclwrite.Body) {
 		scale = fmt.Sprintf(", times %s (--scale)", decimal(s))
 	}
 	if r.Options.Peak {
+		window := "minute"
+		if rt.PeakWindow < time.Minute {
+			window = "minute (all " + rt.PeakWindow.String() + " of it)"
+		}
 		comment(b,
-			fmt.Sprintf("The busiest %s of the log, from %s: %s requests/s%s, held",
-				minuteOr(rt.PeakWindow), rt.PeakAt.UTC().Format(time.RFC3339), decimal(rt.Peak), scale),
-			"for the log's length (--peak).")
+			fmt.Sprintf("The log's busiest %s, from %s:", window, rt.PeakAt.UTC().Format(time.RFC3339)),
+			fmt.Sprintf("%s requests/s%s, held for the log's length (--peak).", decimal(round2(rt.Peak/r.scale())), scale))
 		b.SetAttributeValue("executor", cty.StringVal("constant-arrival-rate"))
 		b.SetAttributeRaw("rate", raw(decimal(rt.Peak)))
 		b.SetAttributeValue("duration", cty.StringVal(rt.Span.String()))
@@ -115,11 +118,11 @@ func (r *Result) writeRate(b *hclwrite.Body) {
 	b.SetAttributeRaw("stages", raw(s.String()))
 }
 
-func minuteOr(d time.Duration) string {
-	if d == time.Minute {
-		return "minute"
+func (r *Result) scale() float64 {
+	if r.Options.Scale == 0 {
+		return 1
 	}
-	return d.String() + " (all of it: under a minute)"
+	return r.Options.Scale
 }
 
 func (r *Result) writeRequest(b *hclwrite.Body, t *Template, weight int) {
