@@ -123,9 +123,9 @@ func quickstartAgainst(t *testing.T) string {
 	}
 	s := string(src)
 	for old, new := range map[string]string{
-		"base_url = demo_url()": "base_url = var.base_url",
-		`{ duration = "5s", target = var.peak_vus },  # ramp up`:  `{ duration = "1s", target = var.peak_vus },`,
-		`{ duration = "15s", target = var.peak_vus }, # hold`:     `{ duration = "19s", target = var.peak_vus },`,
+		"base_url = demo_url()":                                    "base_url = var.base_url",
+		`{ duration = "5s", target = var.peak_vus },  # ramp up`:   `{ duration = "1s", target = var.peak_vus },`,
+		`{ duration = "15s", target = var.peak_vus }, # hold`:      `{ duration = "19s", target = var.peak_vus },`,
 		`{ duration = "5s", target = 0 },             # ramp down`: ``,
 	} {
 		if !strings.Contains(s, old) {
