@@ -78,6 +78,9 @@ type Stage struct {
 	Count    int     // requests logged in the window
 }
 
+// maxNotes bounds the notes on rare templates, one a template.
+const maxNotes = 10
+
 // maxStages bounds the stages written: a day of log makes 24 stages of
 // an hour, not 86400 of a second.
 const maxStages = 12
@@ -144,23 +147,33 @@ func Infer(entries []Entry, opts Options) (*Result, error) {
 // number of path segments, one segment apart), or else dropped; either
 // way a note says so.
 func (r *Result) fold(all []*Template) {
+	var notes []string
+	rare := 0
 	for _, t := range all {
 		share := float64(t.Count) / float64(r.Total)
 		if share >= r.Options.MinShare || len(r.Templates) == 0 {
 			r.Templates = append(r.Templates, t)
 			continue
 		}
+		rare += t.Count
 		if near := nearest(t, r.Templates); near != nil {
 			near.Count += t.Count
 			near.Folded = append(near.Folded, t)
-			r.Notes = append(r.Notes, fmt.Sprintf("%s %s (%s, %s) is below --min-share %s: counted in %s %s.",
+			notes = append(notes, fmt.Sprintf("%s %s (%s, %s) is below --min-share %s: counted in %s %s.",
 				t.Method, t.Display, requests(t.Count), Percent(share), Percent(r.Options.MinShare), near.Method, near.Display))
 			continue
 		}
 		r.Dropped = append(r.Dropped, t)
-		r.Notes = append(r.Notes, fmt.Sprintf("%s %s (%s, %s) is below --min-share %s and like no other template: left out.",
+		notes = append(notes, fmt.Sprintf("%s %s (%s, %s) is below --min-share %s and like no other template: left out.",
 			t.Method, t.Display, requests(t.Count), Percent(share), Percent(r.Options.MinShare)))
 	}
+	// A log of many rare paths would make a note of each: the busiest
+	// maxNotes show what happened, and one more counts the rest.
+	if len(notes) > maxNotes {
+		notes = append(notes[:maxNotes], fmt.Sprintf("%d more templates are below --min-share %s (%s below it in all): each counted in its nearest or left out as above.",
+			len(notes)-maxNotes, Percent(r.Options.MinShare), requests(rare)))
+	}
+	r.Notes = append(r.Notes, notes...)
 }
 
 // nearest is the kept template t is most like: the same method and

@@ -212,3 +212,23 @@ func TestHCL(t *testing.T) {
 		})
 	}
 }
+
+// TestInferManyRare: a log of many rare paths makes maxNotes notes and
+// one that counts the rest, not a note each.
+func TestInferManyRare(t *testing.T) {
+	var entries []Entry
+	for i := 0; i < 50; i++ {
+		entries = append(entries, req(0, "GET", "/", 200))
+		entries = append(entries, req(0, "GET", fmt.Sprintf("/page-%d/x", i), 200))
+	}
+	r, err := Infer(entries, Options{MinShare: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Notes) != maxNotes+1 || !strings.Contains(r.Notes[maxNotes], "40 more templates are below --min-share 5.0 % (50 requests below it in all)") {
+		t.Errorf("%d notes:\n%s", len(r.Notes), strings.Join(r.Notes, "\n"))
+	}
+	if got := templates(r); len(got) != 1 || got[0] != "GET / 50" || len(r.Dropped) != 50 {
+		t.Errorf("templates %v, %d dropped; want GET / alone, every /page-N/x left out", got, len(r.Dropped))
+	}
+}

@@ -132,7 +132,11 @@ func (r *Result) writeRequest(b *hclwrite.Body, t *Template, weight int) {
 		head += ", p50 " + p50.Round(10*time.Microsecond).String()
 	}
 	comment(b, head+".")
-	for _, f := range t.Folded {
+	for i, f := range t.Folded {
+		if i == maxNotes {
+			comment(b, fmt.Sprintf("It counts %d more templates below --min-share too.", len(t.Folded)-maxNotes))
+			break
+		}
 		comment(b, fmt.Sprintf("It counts %s of %s %s too, below --min-share.", requests(f.Count), f.Method, f.Display))
 	}
 	rq := b.AppendNewBlock("request", []string{t.Name})
