@@ -134,7 +134,7 @@ func Infer(entries []Entry, opts Options) (*Result, error) {
 	r.name()
 	r.Rate = rate(sorted, opts.Scale)
 	if opts.Skipped > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d lines had no HTTP request line (a probe or garbage nginx logged); they are left out.", opts.Skipped))
+		r.Notes = append(r.Notes, fmt.Sprintf("lines without an HTTP request line (a probe or garbage nginx logged): %d, left out.", opts.Skipped))
 	}
 	if opts.FeederPrefix != "" {
 		r.feeders()

@@ -124,7 +124,7 @@ func Parse(r io.Reader, file string, f Format) (*Log, error) {
 	if len(entries) == 0 {
 		msg := "empty: no logged request in it"
 		if skipped > 0 {
-			msg = fmt.Sprintf("no logged request in it (%d lines without an HTTP request line)", skipped)
+			msg = fmt.Sprintf("no logged request in it (lines without an HTTP request line: %d)", skipped)
 		}
 		return nil, &LineError{File: file, Msg: msg}
 	}

@@ -97,7 +97,7 @@ func TestParseFile(t *testing.T) {
 	}{
 		{"empty", "", "t.log: empty: no logged request in it"},
 		{"blank lines", "\n \n\r\n", "t.log: empty"},
-		{"only garbage requests", `1.2.3.4 - - [07/Dec/2026:00:12:26 +0000] "-" 400 0 "-" "-"` + "\n", "t.log: no logged request in it (1 lines without an HTTP request line)"},
+		{"only garbage requests", `1.2.3.4 - - [07/Dec/2026:00:12:26 +0000] "-" 400 0 "-" "-"` + "\n", "t.log: no logged request in it (lines without an HTTP request line: 1)"},
 		{"the line number counts blank lines", "\n\n" + `1.2.3.4 - - [07/Dec/2026:00:12:26 +0000] "GET / HTTP/1.1" 200 0 "-" "-"` + "\nnope\n", "t.log:4: not a combined"},
 		{"a line too long", strings.Repeat("x", maxLine+10), "t.log:1: a line longer than"},
 	} {
