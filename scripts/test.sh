@@ -37,6 +37,7 @@ stop_services() {
 trap stop_services EXIT
 trap 'exit 130' INT TERM
 scripts/chromium.sh # installs Debian's chromium when missing, for the HTML report's browser test
+scripts/nginx.sh install # Debian's nginx, which the access-log importer's test starts in front of its demo shop
 # scripts/peers.sh installs the bench harness's peers when missing (wrk and
 # hey from Debian; vegeta with go install, cached in ~/.cache/hload/bin)
 # and prints the PATH export.

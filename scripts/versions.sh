@@ -37,6 +37,7 @@ printf '%-14s %s\n' \
 	rabbitmq "$(pkg rabbitmq-server) (erlang $(pkg erlang-base))" \
 	influxd "$(module "$influxd")" \
 	redis-server "$(first redis-server --version)" \
+	nginx "$(pkg nginx)" \
 	wrk "$(pkg wrk)" \
 	hey "$(pkg hey)" \
 	vegeta "$(module "$vegeta")"

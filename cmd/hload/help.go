@@ -55,6 +55,14 @@ token typed in (sensitive, no default). Static assets are left out. The file
 passes hload validate, or nothing is written. Exit 2 for a file that is not a
 HAR, with its line and column. See docs/import-har.md.`}
 
+var importAccessLogHelp = commandHelp{name: "import access-log", usage: "hload import access-log [flags] FILE...", about: `
+Write a test from web servers' access logs: nginx's or Apache's combined
+format, or JSON lines (docs/import.md names the fields read). Requests are
+grouped into templates, ids in paths and queries becoming random draws;
+each template is a request weighted by its count, checked on the statuses
+seen, and the log's requests per second become ramping-arrival-rate
+stages. Prints the mix; exit 2, writing nothing, on a line it cannot read.`}
+
 var versionHelp = commandHelp{name: "version", usage: "hload version", about: `
 Print hload's version.`}
 

@@ -44,6 +44,14 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 // the --var values the check uses for the file's variables without a
 // default (none, for a file that sets a default for each).
 func writeImported(src []byte, out string, vars map[string]string, stdout, stderr io.Writer) error {
+	return writeImportedWith(src, nil, out, vars, stdout, stderr)
+}
+
+// writeImportedWith is writeImported for a test that reads files of its
+// own (a data feeder's CSV), given by name relative to the test's folder:
+// the check sees them beside the test, and they are written beside out
+// before it, or nothing is. out must then be a file.
+func writeImportedWith(src []byte, files map[string][]byte, out string, vars map[string]string, stdout, stderr io.Writer) error {
 	dir, err := os.MkdirTemp("", "hload-import-")
 	if err != nil {
 		return &exitError{code: exitRuntime, err: err}
@@ -52,6 +60,11 @@ func writeImported(src []byte, out string, vars map[string]string, stdout, stder
 	check := filepath.Join(dir, "imported.hcl")
 	if err := os.WriteFile(check, src, 0o644); err != nil {
 		return &exitError{code: exitRuntime, err: err}
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return &exitError{code: exitRuntime, err: err}
+		}
 	}
 	fs := newFlagSet(validateHelp, stdout, stderr)
 	var common commonFlags
@@ -65,10 +78,27 @@ func writeImported(src []byte, out string, vars map[string]string, stdout, stder
 		return &exitError{code: exitRuntime, err: fmt.Errorf("the imported test does not validate, which is a bug in hload import; nothing was written: %w", err)}
 	}
 	if out == "" || out == "-" {
+		if len(files) > 0 {
+			return &exitError{code: exitRuntime, err: fmt.Errorf("hload import: a test with files of its own needs -o FILE")}
+		}
 		_, err := stdout.Write(src)
 		return err
 	}
+	var written []string
+	for name, data := range files {
+		path := filepath.Join(filepath.Dir(out), name)
+		if err := outfile.Write(path, data); err != nil {
+			for _, w := range written {
+				os.Remove(w)
+			}
+			return &exitError{code: exitRuntime, err: fmt.Errorf("writing %s: %w", path, err)}
+		}
+		written = append(written, path)
+	}
 	if err := outfile.Write(out, src); err != nil {
+		for _, w := range written {
+			os.Remove(w)
+		}
 		return &exitError{code: exitRuntime, err: fmt.Errorf("writing %s: %w", out, err)}
 	}
 	return nil
