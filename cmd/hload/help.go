@@ -53,7 +53,7 @@ setup; a capture for each value a response gave and a later request sent; a
 variable for each origin (base_url), vus, duration, and each password or
 token typed in (sensitive, no default). Static assets are left out. The file
 passes hload validate, or nothing is written. Exit 2 for a file that is not a
-HAR, with its line and column. See docs/import-har.md.`}
+HAR, with its line and column. See docs/import.md.`}
 
 var importAccessLogHelp = commandHelp{name: "import access-log", usage: "hload import access-log [flags] FILE...", about: `
 Write a test from web servers' access logs: nginx's or Apache's combined

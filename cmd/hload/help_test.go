@@ -15,7 +15,7 @@ func TestCommandHelp(t *testing.T) {
 		command []string
 		want    []string // in the help, besides the usage line
 	}{
-		{[]string{"apply"}, []string{"Run the test", "--summary-export file", "--var name=value", "--quiet", "--segment string", "(default 1/1)", "(default 5s)"}},
+		{[]string{"apply"}, []string{"Run the test", "--summary-export file", "--var name=value", "--quiet", "--segment string", "(default 1/1)", "(default 5s)", "--dashboard host:port", "--dashboard-token token", "--dashboard-linger long"}},
 		{[]string{"validate"}, []string{"without sending any load", "--var name=value", "--no-color"}},
 		{[]string{"plan"}, []string{"schedule", "--latency duration", "(default 100ms)", "--segment string"}},
 		{[]string{"compare"}, []string{"side by side", "--fail-if rule", "--html file"}},
@@ -25,6 +25,8 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"version"}, []string{"Print hload's version."}},
 		{[]string{"plugin", "list"}, []string{"built-in protocols", "--var name=value"}},
 		{[]string{"plugin", "describe"}, []string{"as JSON", "--source path", "--markdown"}},
+		{[]string{"import", "har"}, []string{"browser's recording", "-o file", "--include-static"}},
+		{[]string{"import", "access-log"}, []string{"access logs", "--format format", "--min-share percent", "(default 1)", "--peak", "--feeder"}},
 	}
 	for _, tc := range cases {
 		name := strings.Join(tc.command, " ")
