@@ -94,10 +94,11 @@ func JudgeMerged(sum *metrics.Summary, specs []metrics.ThresholdSpec, agg *metri
 	sum.Thresholds = nil
 	passed := true
 	var ths []*config.Threshold
+	j := newJudging(agg, elapsed)
 	for _, spec := range specs {
 		th := threshold(spec)
 		ths = append(ths, th)
-		res := evaluate(th, agg, elapsed)
+		res := j.evaluate(th)
 		sum.Thresholds = append(sum.Thresholds, res)
 		passed = passed && res.Passed
 	}

@@ -107,8 +107,9 @@ func buildSummary(test *config.Test, agg *metrics.Aggregator, scenarios []*scena
 	}
 	_, sum.Metrics = agg.Totals("", "", elapsed)
 	sum.Passed = true
+	j := newJudging(agg, elapsed)
 	for _, th := range test.Thresholds {
-		res := evaluate(th, agg, elapsed)
+		res := j.evaluate(th)
 		sum.Thresholds = append(sum.Thresholds, res)
 		sum.Passed = sum.Passed && res.Passed
 	}
@@ -280,8 +281,9 @@ func stepMessage(f *config.Flow, sc *metrics.ScenarioSummary) string {
 // so did not pass.
 func unjudgedWarnings(test *config.Test, agg *metrics.Aggregator, elapsed time.Duration) []string {
 	var out []string
+	j := newJudging(agg, elapsed)
 	for _, th := range test.Thresholds {
-		if why := unjudged(th, agg, elapsed); why != "" {
+		if why := j.unjudged(th); why != "" {
 			out = append(out, fmt.Sprintf("threshold %q had nothing to judge: %s, so it did not pass", describe(th), why))
 		}
 	}

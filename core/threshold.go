@@ -18,10 +18,55 @@ const (
 	MetricFlowFailures = "flow_failures"
 )
 
+// judging judges thresholds over the run totals as of one moment. It
+// merges the totals of each (scenario, request) filter once: thresholds
+// often share a filter (every request), a threshold's value and its
+// having something to judge read the same totals, and the live dashboard
+// and the abort check judge every interval.
+type judging struct {
+	agg     *metrics.Aggregator
+	elapsed time.Duration
+	totals  map[[2]string]filterTotals
+}
+
+// filterTotals are the merged totals of one filter.
+type filterTotals struct {
+	req      metrics.RequestFigures
+	others   map[string]metrics.MetricFigures
+	latCount int64 // calls with a latency: all but those that sent nothing
+}
+
+func newJudging(agg *metrics.Aggregator, elapsed time.Duration) *judging {
+	return &judging{agg: agg, elapsed: elapsed, totals: map[[2]string]filterTotals{}}
+}
+
+// of returns the totals of the series matching scenario and request.
+func (j *judging) of(scenario, request string) filterTotals {
+	key := [2]string{scenario, request}
+	if t, ok := j.totals[key]; ok {
+		return t
+	}
+	var t filterTotals
+	t.req, t.others = j.agg.Totals(scenario, request, j.elapsed)
+	t.latCount = j.agg.LatencyCount(scenario, request)
+	j.totals[key] = t
+	return t
+}
+
 // evaluate computes a threshold's value over the run totals so far and
 // compares it with the condition. A threshold that has nothing to judge
 // (see unjudged) does not pass.
 func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) metrics.ThresholdResult {
+	return newJudging(agg, elapsed).evaluate(th)
+}
+
+// unjudged says why th had nothing to judge, or "" (judging.unjudged).
+func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) string {
+	return newJudging(agg, elapsed).unjudged(th)
+}
+
+func (j *judging) evaluate(th *config.Threshold) metrics.ThresholdResult {
+	agg, elapsed := j.agg, j.elapsed
 	c := th.Condition
 	if th.Metric == MetricFlowDuration || th.Metric == MetricFlowFailures {
 		v, nothing := flowValue(th, agg, elapsed)
@@ -35,7 +80,8 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 			Abort:     th.Abort,
 		}
 	}
-	req, others := agg.Totals(th.Scenario, th.Request, elapsed)
+	t := j.of(th.Scenario, th.Request)
+	req, others := t.req, t.others
 	var v float64
 	switch th.Metric {
 	case "latency":
@@ -80,7 +126,7 @@ func evaluate(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 		Request:   th.Request,
 		Condition: c.Text,
 		Value:     v,
-		Passed:    holds(c.Op, v, c.Value) && unjudged(th, agg, elapsed) == "",
+		Passed:    holds(c.Op, v, c.Value) && j.unjudged(th) == "",
 		Abort:     th.Abort,
 	}
 }
@@ -139,22 +185,23 @@ func watched(noun, name, scenario string) string {
 // call must not read as calls that took 0 ms, never failed or passed
 // every check. A protocol metric is judged as it stands: many count
 // events (a nack, a reconnection) whose absence is the good outcome.
-func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) string {
+func (j *judging) unjudged(th *config.Threshold) string {
 	switch th.Metric {
 	case MetricFlowDuration, MetricFlowFailures:
-		_, nothing := flowValue(th, agg, elapsed)
+		_, nothing := flowValue(th, j.agg, j.elapsed)
 		return nothing
 	case "latency", "errors":
-		if req, _ := agg.Totals(th.Scenario, th.Request, elapsed); req.Count == 0 {
+		t := j.of(th.Scenario, th.Request)
+		if t.req.Count == 0 {
 			return "no call" + requestWords(th) + " was made"
 		}
-		if th.Metric == "latency" && agg.LatencyCount(th.Scenario, th.Request) == 0 {
+		if th.Metric == "latency" && t.latCount == 0 {
 			// Calls that sent nothing (an expression that failed) have
 			// no latency: their 0 ms is not a measurement.
 			return "every call" + requestWords(th) + " sent nothing, so none has a latency"
 		}
 	case "checks":
-		if req, _ := agg.Totals(th.Scenario, th.Request, elapsed); req.Checks.Passed+req.Checks.Failed == 0 {
+		if req := j.of(th.Scenario, th.Request).req; req.Checks.Passed+req.Checks.Failed == 0 {
 			return "no check" + requestWords(th) + " ran"
 		}
 	case "rps":
@@ -162,7 +209,7 @@ func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 		// A protocol metric's count is a measurement even when it is 0
 		// (no nack), but a percentile, mean or max of no sample is not.
 		if a := th.Condition.Aggregation; a != "count" && a != "rate" {
-			if _, others := agg.Totals(th.Scenario, th.Request, elapsed); others[th.Metric].Count == 0 {
+			if others := j.of(th.Scenario, th.Request).others; others[th.Metric].Count == 0 {
 				return "no " + th.Metric + " sample" + requestWords(th) + " was recorded"
 			}
 		}
@@ -232,8 +279,9 @@ func holds(op string, v, limit float64) bool {
 // far, or nil. A threshold with nothing to judge yet does not abort: the
 // flows it watches may simply not have ended yet.
 func firstAbort(ths []*config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) *config.Threshold {
+	j := newJudging(agg, elapsed)
 	for _, th := range ths {
-		if th.Abort && unjudged(th, agg, elapsed) == "" && !evaluate(th, agg, elapsed).Passed {
+		if th.Abort && j.unjudged(th) == "" && !j.evaluate(th).Passed {
 			return th
 		}
 	}
