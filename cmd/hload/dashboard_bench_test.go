@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -31,7 +30,7 @@ func playViewers(spec string) {
 		panic(fmt.Sprintf("%s=%q: %v", viewersEnv, spec, err))
 	}
 	var wg sync.WaitGroup
-	for range n {
+	for range n { // "read 0": a dashboard no one watches
 		switch mode {
 		case "read":
 			resp, err := http.Get(url + "events")
@@ -75,16 +74,18 @@ scenario "s" {
 	return b.String()
 }()
 
-// BenchmarkDashboardViewers measures what the dashboard's viewers cost a
-// closed-model run that saturates hload's core: the server pinned to CPU
-// 1 with the viewers' process, hload pinned to CPU 0, 50 VUs for 5 s,
-// against the 60-byte server. Each round runs, in turn, without a
-// dashboard, with one viewer that reads nothing, with ten that read
-// everything, and without a dashboard again. It reports each run's
-// requests/s and CPU per request; the two runs without a dashboard give
-// the run-to-run noise (noise-%), beside which the stalled viewer's
-// change in requests/s (stalled-%) and the ten viewers' change in CPU per
-// request (ten-viewers-cpu-%) are read. Load average: `uptime` beside.
+// BenchmarkDashboardViewers measures what the dashboard and its viewers
+// cost a closed-model run that saturates hload's core: the server pinned
+// to CPU 1 with the viewers' process, hload pinned to CPU 0, 50 VUs for
+// 5 s, against the 60-byte server. Each round runs four variants, in an
+// order that rotates from round to round: no dashboard; a dashboard no
+// one watches; one viewer that reads nothing; ten that read everything.
+// It reports each variant's median requests/s and CPU per request over
+// the rounds, the spread of the runs without a dashboard (max - min over
+// the median: the run-to-run noise), and each variant's change against
+// the one it is compared with: the stalled viewer's requests/s against
+// no dashboard, the ten viewers' CPU per request against the dashboard
+// no one watches. Load average: `uptime` beside.
 func BenchmarkDashboardViewers(b *testing.B) {
 	baseURL, _ := startBenchServer(b, true)
 	dir := b.TempDir()
@@ -157,29 +158,38 @@ func BenchmarkDashboardViewers(b *testing.B) {
 		cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		return float64(count) / sum.DurationS, float64(cpu.Microseconds()) / float64(count)
 	}
-	pct := func(a, b float64) float64 { return (a/b - 1) * 100 }
-	// Each figure is the median over the rounds: one round's runs are
-	// 20 s apart, and a shared machine drifts.
-	figures := map[string][]float64{}
+	variants := []struct{ name, viewers string }{
+		{"none", ""}, {"watched-by-none", "read 0"}, {"stalled", "stall 1"}, {"ten", "read 10"},
+	}
+	rps, cpu := map[string][]float64{}, map[string][]float64{}
+	round := 0
 	for b.Loop() {
-		rps1, cpu1 := run("none-1", "")
-		rpsStalled, cpuStalled := run("stalled", "stall 1")
-		rpsTen, cpuTen := run("ten", "read 10")
-		rps2, cpu2 := run("none-2", "")
-		rps, cpu := (rps1+rps2)/2, (cpu1+cpu2)/2
-		for name, v := range map[string]float64{
-			"none-req/s": rps, "stalled-req/s": rpsStalled, "ten-req/s": rpsTen,
-			"noise-req/s-%": math.Abs(rps1-rps2) / rps * 100, "stalled-req/s-%": pct(rpsStalled, rps),
-			"none-cpu-µs/req": cpu, "stalled-cpu-µs/req": cpuStalled, "ten-cpu-µs/req": cpuTen,
-			"noise-cpu-%": math.Abs(cpu1-cpu2) / cpu * 100, "ten-viewers-cpu-%": pct(cpuTen, cpu),
-		} {
-			figures[name] = append(figures[name], v)
+		for k := range variants {
+			v := variants[(k+round)%len(variants)]
+			r, c := run(v.name, v.viewers)
+			rps[v.name] = append(rps[v.name], r)
+			cpu[v.name] = append(cpu[v.name], c)
 		}
+		round++
 	}
-	for name, vs := range figures {
+	median := func(vs []float64) float64 {
+		vs = slices.Clone(vs)
 		slices.Sort(vs)
-		b.ReportMetric(vs[len(vs)/2], name)
+		if n := len(vs); n%2 == 0 {
+			return (vs[n/2-1] + vs[n/2]) / 2
+		}
+		return vs[len(vs)/2]
 	}
+	spread := func(vs []float64) float64 { return (slices.Max(vs) - slices.Min(vs)) / median(vs) * 100 }
+	for _, v := range variants {
+		b.ReportMetric(median(rps[v.name]), v.name+"-req/s")
+		b.ReportMetric(median(cpu[v.name]), v.name+"-cpu-µs/req")
+	}
+	b.ReportMetric(spread(rps["none"]), "none-spread-req/s-%")
+	b.ReportMetric(spread(cpu["none"]), "none-spread-cpu-%")
+	b.ReportMetric((median(rps["stalled"])/median(rps["none"])-1)*100, "stalled-vs-none-req/s-%")
+	b.ReportMetric((median(cpu["ten"])/median(cpu["watched-by-none"])-1)*100, "ten-vs-unwatched-cpu-%")
+	b.ReportMetric((median(cpu["watched-by-none"])/median(cpu["none"])-1)*100, "unwatched-vs-none-cpu-%")
 }
 
 // TestDashboardBenchTestIsValid keeps the benchmark's test file valid.
