@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/hload/hload/core/metrics"
-	"github.com/hload/hload/demo"
 	"github.com/hload/hload/sinks/html/browsertest"
 )
 
@@ -112,13 +108,7 @@ func TestReportInBrowser(t *testing.T) {
 
 	// The demo shop, behind a counter of its own: hload's counts are
 	// checked against it.
-	shop := demo.NewHandler(demo.Options{Seed: 1})
-	var served atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		served.Add(1)
-		shop.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv, served := countingShop(t)
 
 	dir := t.TempDir()
 	sinkReport := filepath.Join(dir, "report.html")
