@@ -118,6 +118,15 @@ type snapshotState struct {
 	// watched: a sink shows the run live, and each snapshot carries the
 	// run so far (Watcher).
 	watched bool
+	// soFar is the last run so far built, at soFarAt, which took
+	// soFarCost. A new one is built once the time since soFarAt is at
+	// least soFarCost / soFarBudget: the live view takes at most that
+	// share of the run's time (1 %), however many requests it
+	// summarises. Until then snapshots carry the last one.
+	soFar       *metrics.Summary
+	soFarAt     time.Time
+	soFarCost   time.Duration
+	soFarBudget float64
 }
 
 type seriesName struct{ scenario, request string }
@@ -135,6 +144,7 @@ func (s *snapshotState) start(r *run) {
 	s.warned = map[string]bool{}
 	s.generator = newGeneratorWatch(newSelfMeter(), time.Now, availableCores(), r.interval)
 	s.watched = watches(r.opts.Sinks)
+	s.soFarBudget = 0.01
 }
 
 // write flushes the interval that ends at to and hands it to every sink.
@@ -182,11 +192,25 @@ func (s *snapshotState) write(r *run, to time.Time, final bool) {
 	snap.GeneratorCPU = s.generator.lastCPU()
 	snap.Warnings = s.warnings(r, &snap)
 	if s.watched {
-		snap.SoFar = r.soFar(to)
+		snap.SoFar = s.runSoFar(r, to, final)
 	}
 	for i, sink := range r.opts.Sinks {
 		r.sinkWrote(i, sink.Write(snap))
 	}
+}
+
+// runSoFar returns the run so far for the snapshot that ends at to: built
+// anew when it is due (see soFarBudget) or the run has ended, else the
+// last one built.
+func (s *snapshotState) runSoFar(r *run, to time.Time, final bool) *metrics.Summary {
+	due := s.soFar == nil || final || float64(to.Sub(s.soFarAt)) >= float64(s.soFarCost)/s.soFarBudget
+	if !due {
+		return s.soFar
+	}
+	began := time.Now()
+	s.soFar = r.soFar(to)
+	s.soFarAt, s.soFarCost = to, time.Since(began)
+	return s.soFar
 }
 
 // spreadRates puts the rates of a final interval shorter than the interval

@@ -188,7 +188,10 @@ type event struct {
 	Capacity map[string]metrics.CapacityProgress `json:"capacity,omitempty"`
 	// Warnings are those said in this interval.
 	Warnings []string `json:"warnings,omitempty"`
-	// The run so far, in the shape of the summary export.
+	// The run so far, in the shape of the summary export, as of SoFarS
+	// seconds: the core rebuilds it only while that takes under 1 % of
+	// the run's time, so with many requests it may be a few intervals old.
+	SoFarS     float64                             `json:"so_far_s"`
 	RunID      string                              `json:"run_id"`
 	Passed     bool                                `json:"passed"`
 	Aborted    string                              `json:"aborted,omitempty"`
@@ -249,7 +252,7 @@ func (s *Sink) eventData(snap metrics.Snapshot) ([]byte, error) {
 	ev := event{ID: id, Final: snap.Final, ElapsedS: snap.Elapsed.Seconds(), Interval: c.Series(),
 		Capacity: snap.Capacity, Warnings: snap.Warnings}
 	if so := snap.SoFar; so != nil {
-		ev.RunID, ev.Passed, ev.Aborted = so.RunID, so.Passed, so.Aborted
+		ev.SoFarS, ev.RunID, ev.Passed, ev.Aborted = so.DurationS, so.RunID, so.Passed, so.Aborted
 		ev.Scenarios, ev.Metrics, ev.Thresholds, ev.Generator = so.Scenarios, so.Metrics, so.Thresholds, so.Generator
 	}
 	return json.Marshal(ev)

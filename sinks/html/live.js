@@ -188,6 +188,10 @@
     drawCharts();
     showThresholds(ev.thresholds);
     showRequests(ev.scenarios);
+    // The run so far may be a few intervals old: the core rebuilds it
+    // only while that is cheap.
+    $("requests-note").textContent = ev.so_far_s < ev.elapsed_s - 0.5 ?
+      "The run up to " + fixed(ev.so_far_s, 1) + " s; latencies in ms." : "The run so far; latencies in ms.";
     showWarnings(ev);
     $("run-id").textContent = ev.run_id;
     $("elapsed").textContent = fixed(ev.elapsed_s, 1) + " s";
