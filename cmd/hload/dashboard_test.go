@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -367,6 +368,19 @@ func TestDashboardAddressAndToken(t *testing.T) {
 		code := run([]string{"apply", "--quiet", "--dashboard", addr, "--var", "base_url=" + srv.URL, file}, &stdout, &stderr)
 		if code != exitUsage || !strings.Contains(stderr.String(), "not a loopback address") || !strings.Contains(stderr.String(), "--dashboard-token") {
 			t.Fatalf("--dashboard %s without a token: exit %d\n%s", addr, code, stderr.String())
+		}
+	}
+	// A port in use is found before any load, too.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	{
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"apply", "--quiet", "--dashboard", busy.Addr().String(), "--var", "base_url=" + srv.URL, file}, &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), "--dashboard: ") || !strings.Contains(stderr.String(), "address already in use") {
+			t.Fatalf("--dashboard on a port in use: exit %d\n%s", code, stderr.String())
 		}
 	}
 	t.Setenv(envDashboard, "0.0.0.0:0")
