@@ -127,7 +127,8 @@ func cmdApply(args []string, stdout, stderr io.Writer) error {
 	sinks.add(collector, "")
 	if dashCfg.addr != "" {
 		// Listening now, before any load: a port in use fails the command.
-		d, err := dashboard.Listen(dashboard.Options{Addr: dashCfg.addr, Token: dashCfg.token, Plans: core.Plan(test, seg)})
+		d, err := dashboard.Listen(dashboard.Options{Addr: dashCfg.addr, Token: dashCfg.token,
+			Plans: core.Plan(test, seg), Series: collector.Series})
 		if err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--dashboard: %w", err)}
 		}

@@ -56,6 +56,10 @@ type Options struct {
 	// Plans are the run's scenarios as planned (core.Plan): the stage
 	// boundaries and the planned load the charts draw.
 	Plans []core.ScenarioPlan
+	// Series returns the run's series at its end, for the summary and
+	// the report (the collector the summary export reads too); nil for
+	// none.
+	Series func() *metrics.IntervalSeries
 }
 
 // CheckAddr checks that addr is host:port and, without a token, that the
@@ -98,8 +102,6 @@ type Sink struct {
 
 	fanned chan struct{} // closed when the fan-out has published all
 	run    metrics.RunInfo
-	// all is the run's series, for the summary and the report at the end.
-	all *series.Collector
 
 	mu      sync.Mutex
 	queue   chan *sse.Event // events for the fan-out, in order; nil after Shutdown
@@ -129,8 +131,7 @@ func Listen(opts Options) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{opts: opts, ln: ln, page: page.Bytes(), queue: make(chan *sse.Event, queued), fanned: make(chan struct{}),
-		all: series.New(opts.Plans)}
+	s := &Sink{opts: opts, ln: ln, page: page.Bytes(), queue: make(chan *sse.Event, queued), fanned: make(chan struct{})}
 	s.events = sse.New()
 	// Every event is kept, so a viewer that joins late gets the run from
 	// its start, and one that comes back gets what it missed.
@@ -166,9 +167,9 @@ func (s *Sink) Viewers() int { return int(s.viewers.Load()) }
 func (s *Sink) WatchesRunSoFar() {}
 
 // Start notes the run.
-func (s *Sink) Start(ctx context.Context, run metrics.RunInfo) error {
+func (s *Sink) Start(_ context.Context, run metrics.RunInfo) error {
 	s.run = run
-	return s.all.Start(ctx, run)
+	return nil
 }
 
 // event is the data of one /events event: the interval's own figures
@@ -204,8 +205,8 @@ type event struct {
 // summaryEvent is the data of the stream's last event, named "summary":
 // the summary export and the HTML report, once the run has ended.
 type summaryEvent struct {
-	Summary    *metrics.Summary `json:"summary"`
-	ReportHTML string           `json:"report_html"`
+	Summary    json.RawMessage `json:"summary"`
+	ReportHTML string          `json:"report_html"`
 }
 
 // Write queues the interval's event. It never blocks: a full queue (the
@@ -213,9 +214,6 @@ type summaryEvent struct {
 // summary says so.
 func (s *Sink) Write(snap metrics.Snapshot) error {
 	data, err := s.eventData(snap)
-	if err == nil {
-		err = s.all.Write(snap)
-	}
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
@@ -269,7 +267,9 @@ func (s *Sink) fanOut() {
 // Close keeps the summary and the report for /summary.json and
 // /report.html. The server goes on until Shutdown.
 func (s *Sink) Close(sum metrics.Summary) error {
-	sum.Series = s.all.Series()
+	if s.opts.Series != nil {
+		sum.Series = s.opts.Series()
+	}
 	data, err := series.IndentJSON(sum)
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
@@ -280,7 +280,8 @@ func (s *Sink) Close(sum metrics.Summary) error {
 	}
 	// The page gets both on the stream too: with no --dashboard-linger the
 	// server ends right after this, before a page could ask for them.
-	end, err := json.Marshal(summaryEvent{Summary: &sum, ReportHTML: report.String()})
+	// Marshal compacts the indented summary onto the event's one line.
+	end, err := json.Marshal(summaryEvent{Summary: data, ReportHTML: report.String()})
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
