@@ -15,12 +15,7 @@ import (
 // summarise builds the run's summary: figures, thresholds, what ended the
 // run, and the warnings a reader of the figures must not miss.
 func (r *run) summarise() *metrics.Summary {
-	sum := buildSummary(r.test, r.agg, r.scenarios, r.info, r.end)
-	sum.Interrupted = r.interrupted
-	if len(r.snapshots.gaugesMax) > 0 {
-		sum.GaugesMax = r.snapshots.gaugesMax
-	}
-	sum.Aborted = r.aborted
+	sum := r.soFar(r.end)
 	if r.failure != nil {
 		sum.Failed = r.failure.Error()
 		sum.Passed = false
@@ -37,7 +32,6 @@ func (r *run) summarise() *metrics.Summary {
 	sum.Warnings = append(sum.Warnings, flowWarnings(r.test, sum)...)
 	sum.Warnings = append(sum.Warnings, unjudgedWarnings(r.test, r.agg, r.end.Sub(r.info.Started))...)
 	sum.Warnings = append(sum.Warnings, generatorWarnings(sum)...)
-	sum.Generator = r.snapshots.generator.figures()
 	if w := saturationWarning(sum.Generator); w != "" {
 		sum.Warnings = append(sum.Warnings, w)
 	}
@@ -52,10 +46,10 @@ func (r *run) summarise() *metrics.Summary {
 	return sum
 }
 
-// soFar is the run so far, for a snapshot that ends at end: the figures
-// and thresholds summarise would give if the run ended then, with the
-// generator's figures and the warnings said up to now. The aggregator's
-// totals are those of the flush just made, on this goroutine.
+// soFar is the run so far, for a snapshot that ends at end: the figures,
+// thresholds and generator's figures the summary has, which summarise
+// starts from. The aggregator's totals are those of the last flush, on
+// this goroutine.
 func (r *run) soFar(end time.Time) *metrics.Summary {
 	sum := buildSummary(r.test, r.agg, r.scenarios, r.info, end)
 	sum.Interrupted = r.interrupted
