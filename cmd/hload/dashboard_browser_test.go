@@ -60,9 +60,6 @@ const dashboardDuration = 7 * time.Second
 // reads, and asks for nothing outside the dashboard. With -update it rewrites
 // docs/dashboard.png, a screenshot of the page at the end.
 func TestDashboardInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 7 s run and a browser: not in -short")
-	}
 	browsertest.RequireChromium(t)
 	// The browser first: its start must not eat into the run.
 	browser := browsertest.NewBrowser(t)

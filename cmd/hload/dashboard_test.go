@@ -194,9 +194,6 @@ func startDashboardRun(t *testing.T, args ...string) (string, <-chan int, *urlWr
 // two events and comes back with Last-Event-ID: it gets every interval
 // once. One joins at 3 s: it gets the first intervals too.
 func TestDashboardEvents(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 6 s run: not in -short")
-	}
 	srv, served := countingShop(t)
 	dir := t.TempDir()
 	export := filepath.Join(dir, "result.json")

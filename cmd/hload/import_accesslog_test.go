@@ -253,9 +253,6 @@ func shares(counts map[string]int) map[string]float64 {
 // the imported test, applied to the demo, reproduces the mix within 1
 // point by the demo's own counts.
 func TestImportAccessLogNginx(t *testing.T) {
-	if testing.Short() {
-		t.Skip("20 s of load through nginx, then the imported test's replay: not in -short")
-	}
 	_, shop := newPageCounter(t)
 	nginx := startNginx(t, strings.TrimPrefix(shop.URL, "http://"))
 	dir := t.TempDir()
