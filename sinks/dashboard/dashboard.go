@@ -64,20 +64,21 @@ type Options struct {
 
 // CheckAddr checks that addr is host:port and, without a token, that the
 // host is loopback: the dashboard shows a run's figures, targets and
-// errors to whoever can reach it.
+// errors to whoever can reach it. Its errors leave naming addr to the
+// caller, which says where it came from (a flag, a variable).
 func CheckAddr(addr, token string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("%q is not host:port (for example 127.0.0.1:5665): %v", addr, err)
+		return fmt.Errorf("not host:port (for example 127.0.0.1:5665): %v", err)
 	}
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("%q: port %q is not a number from 0 to 65535", addr, port)
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
 	}
 	if token != "" {
 		return nil
 	}
 	if !isLoopback(host) {
-		return fmt.Errorf("%q is not a loopback address: anyone who reaches it would see the run; set --dashboard-token (or HLOAD_DASHBOARD_TOKEN) to serve it there, or listen on 127.0.0.1", addr)
+		return errors.New("not a loopback address: anyone who reaches it would see the run; set --dashboard-token (or HLOAD_DASHBOARD_TOKEN) to serve it there, or listen on 127.0.0.1")
 	}
 	return nil
 }
