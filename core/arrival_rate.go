@@ -203,7 +203,8 @@ func (p *pool) grow() {
 }
 
 // waitsForCPU says that the backlog waits for VUs that wait for hload's
-// own CPU: their responses have come and they wait to run. A VU added
+// own CPU: their responses have come and they wait to run, or they keep
+// every core hload may use busy. A VU added
 // then would start no iteration sooner; it would wait in the same queue,
 // and open one more connection, which a run that stays short of CPU
 // would pile up by the hundred. The iterations wait instead, and their
@@ -211,7 +212,14 @@ func (p *pool) grow() {
 // the drops once max_queue_wait is reached say so.
 func (p *pool) waitsForCPU() bool {
 	share, sampled := p.runQueue.longShare(cpuWaitLong)
-	return sampled >= cpuWaitSampled && share >= cpuWaitShare
+	if sampled >= cpuWaitSampled && share >= cpuWaitShare {
+		return true
+	}
+	// Or the VUs run: hload kept its cores as busy since the backlog
+	// began as the summary's verdict calls saturated, and a VU added
+	// would have no core to run on.
+	busy, ok := p.runQueue.busyShare()
+	return ok && busy >= saturatedDemand
 }
 
 // connectors returns the distinct clients of the scenario's requests that

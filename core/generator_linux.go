@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -44,7 +43,7 @@ func newSelfMeter() processMeter {
 
 func (m *selfMeter) read() processTimes {
 	var t processTimes
-	t.cpu, t.cpuKnown = rusageCPU()
+	t.cpu, t.cpuKnown = processCPU()
 	t.waitKnown = m.readWait()
 	t.wait = m.wait
 	t.steal, t.machine, t.stealKnown = m.machineSteal()
@@ -141,16 +140,6 @@ func taskIDs(dir string) ([]string, error) {
 	}
 	defer d.Close()
 	return d.Readdirnames(-1)
-}
-
-// rusageCPU is the user and system time of every thread of the process,
-// the exited ones included.
-func rusageCPU() (time.Duration, bool) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
 }
 
 // readWait adds each thread's run-queue wait since the last read. The

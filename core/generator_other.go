@@ -2,7 +2,10 @@
 
 package core
 
-import "runtime"
+import (
+	"runtime"
+	"time"
+)
 
 // selfMeter measures nothing where hload cannot read its own CPU time
 // (Windows): only late open-model starts are judged there.
@@ -16,3 +19,6 @@ func (selfMeter) read() processTimes { return processTimes{} }
 func availableCores() int {
 	return min(runtime.GOMAXPROCS(0), runtime.NumCPU())
 }
+
+// processCPU is unknown here.
+func processCPU() (time.Duration, bool) { return 0, false }

@@ -4,8 +4,6 @@ package core
 
 import (
 	"runtime"
-	"syscall"
-	"time"
 )
 
 // selfMeter reads the process's CPU time from getrusage. The run-queue
@@ -15,11 +13,8 @@ type selfMeter struct{}
 func newSelfMeter() processMeter { return selfMeter{} }
 
 func (selfMeter) read() processTimes {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return processTimes{}
-	}
-	return processTimes{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), cpuKnown: true}
+	cpu, ok := processCPU()
+	return processTimes{cpu: cpu, cpuKnown: ok}
 }
 
 // availableCores is GOMAXPROCS, or fewer CPUs when the system has fewer.

@@ -14,13 +14,24 @@ import (
 // load needs more than hload's cores, a collection, another process on
 // the machine), a new VU would only be one more goroutine in the same
 // queue, and one more connection to open.
+//
+// The runtime's histogram sees goroutines that wait for a processor, not
+// processors that are all busy: two VUs that each burn a core of two keep
+// it empty while every other iteration waits. So the window also measures
+// the process's CPU time against the cores it may use.
 type runQueueWaits struct {
 	sample []metrics.Sample
 	base   []uint64 // the histogram's counts at mark
+	cores  int
+	// markedAt and cpuAt are the clock and the process's CPU time at
+	// mark; cpuKnown is false where the CPU time cannot be read.
+	markedAt time.Time
+	cpuAt    time.Duration
+	cpuKnown bool
 }
 
 func newRunQueueWaits() *runQueueWaits {
-	return &runQueueWaits{sample: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
+	return &runQueueWaits{sample: []metrics.Sample{{Name: "/sched/latencies:seconds"}}, cores: availableCores()}
 }
 
 // read returns the histogram so far, nil where the runtime lacks it.
@@ -38,6 +49,25 @@ func (w *runQueueWaits) mark() {
 	if h := w.read(); h != nil {
 		w.base = append(w.base[:0], h.Counts...)
 	}
+	w.cpuAt, w.cpuKnown = processCPU()
+	w.markedAt = time.Now()
+}
+
+// busyWindow is the shortest window busyShare judges: over a few
+// milliseconds, two goroutines that happen to run at once look like a
+// process that keeps two cores busy.
+const busyWindow = 10 * time.Millisecond
+
+// busyShare is the share of the cores the process may use that it kept
+// busy since mark; ok is false where its CPU time cannot be read, or the
+// window is shorter than busyWindow.
+func (w *runQueueWaits) busyShare() (share float64, ok bool) {
+	cpu, known := processCPU()
+	wall := time.Since(w.markedAt)
+	if !known || !w.cpuKnown || wall < busyWindow {
+		return 0, false
+	}
+	return float64(cpu-w.cpuAt) / (float64(wall) * float64(w.cores)), true
 }
 
 // longShare is the share of the goroutine starts since mark that had
