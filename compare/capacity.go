@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // CapacityFigure is a figure of a capacity search's saturation point.

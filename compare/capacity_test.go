@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // capacityRun is a run of a capacity search whose saturation point is at

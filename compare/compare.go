@@ -3,7 +3,7 @@
 // rules such as "latency p95 > +10%" on the change, so that a CI job can
 // fail a build on a regression.
 //
-// It reads the exports with core/metrics' own types, so a field the run
+// It reads the exports with metrics' own types, so a field the run
 // writes is a field compare reads, and it does nothing else: the CLI prints
 // the comparison and maps the rules' verdict to an exit code.
 package compare
@@ -17,7 +17,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Run is one side of a comparison: the file it was read from and its

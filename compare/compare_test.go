@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

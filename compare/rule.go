@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hload/hload/metrics"
 )
 
 // A Rule is one --fail-if: a condition on a figure of each request that,
@@ -206,17 +208,17 @@ func (p *ruleParser) rule() (Rule, error) {
 func (p *ruleParser) metric(r *Rule) (string, error) {
 	t := p.next()
 	switch {
-	case t.kind == tokWord && t.text == "rps":
+	case t.kind == tokWord && t.text == metrics.MetricRPS:
 		r.Figure = RPS
-		return "rps", nil
-	case t.kind == tokWord && t.text == "errors":
+		return metrics.MetricRPS, nil
+	case t.kind == tokWord && t.text == metrics.MetricErrors:
 		f := p.next()
 		if f.kind != tokWord || f.text != "rate" {
 			return "", p.errorAt(f.pos, "expected \"rate\" after \"errors\", found %s", describe(f))
 		}
 		r.Figure = ErrorRate
 		return "errors rate", nil
-	case t.kind == tokWord && t.text == "latency":
+	case t.kind == tokWord && t.text == metrics.MetricLatency:
 		f := p.next()
 		fig, ok := latencyFigures[f.text]
 		if f.kind != tokWord || !ok {

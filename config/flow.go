@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hload/hload/metrics"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -176,7 +177,7 @@ func (l *loader) decodeShape(s *Scenario, blocks []*hcl.Block) (*scenarioShape, 
 			setupBlock = b
 			content, d := b.Body.Content(setupSchema)
 			diags = append(diags, d...)
-			shape.setup = &stepGroup{kind: groupSetup, flow: &Flow{Name: SetupFlow, Weight: 1, DeclRange: b.DefRange}}
+			shape.setup = &stepGroup{kind: groupSetup, flow: &Flow{Name: metrics.SetupFlow, Weight: 1, DeclRange: b.DefRange}}
 			diags = append(diags, l.decodeStepsThinkTime(shape.setup.flow, content)...)
 			for _, rb := range content.Blocks {
 				add(shape.setup, rb)
@@ -212,10 +213,10 @@ func (l *loader) decodeFlowBlock(s *Scenario, b *hcl.Block, seen map[string]*hcl
 	switch {
 	case name == "":
 		return nil, nil, append(diags, errorDiag(b.LabelRanges[0], "Empty flow name", `A flow needs a name, such as flow "order".`))
-	case name == SetupFlow:
+	case name == metrics.SetupFlow:
 		return nil, nil, append(diags, errorDiag(b.LabelRanges[0], "Reserved flow name",
 			`The flow name %q is reserved for the scenario's setup block, whose figures are shown under that name. To run requests once per virtual user before its first iteration, write them in setup { ... }; otherwise give this flow another name.`,
-			SetupFlow))
+			metrics.SetupFlow))
 	}
 	if earlier := seen[name]; earlier != nil {
 		d := duplicateDiag("flow", name, b.DefRange, earlier.DefRange)

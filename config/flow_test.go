@@ -8,6 +8,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/metrics"
 	hloadhttp "github.com/hload/hload/protocols/http"
 )
 
@@ -58,7 +59,7 @@ func TestLoadJourney(t *testing.T) {
 		byName[r.Name] = r
 	}
 
-	if s.Setup == nil || s.Setup.Name != SetupFlow || len(s.Setup.Steps) != 1 || s.Setup.Steps[0] != byName["login"] {
+	if s.Setup == nil || s.Setup.Name != metrics.SetupFlow || len(s.Setup.Steps) != 1 || s.Setup.Steps[0] != byName["login"] {
 		t.Fatalf("setup = %+v", s.Setup)
 	}
 	if s.Setup.ThinkTime != (ThinkTime{}) {

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/protocols"
 )
 
@@ -125,10 +124,6 @@ type Scenario struct {
 	// sized for), for messages about them; DeclRange when none is set.
 	VUsRange hcl.Range
 }
-
-// SetupFlow is the name of a scenario's setup in the flow figures; no flow
-// block may take it.
-const SetupFlow = metrics.SetupFlow
 
 // Flow is a flow block: steps one iteration runs in order. A bare request
 // in a scenario is a Flow too, Single and of one step, so the core runs

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 )
 
@@ -30,20 +30,9 @@ var thresholdSchema = &hcl.BodySchema{
 	},
 }
 
-// The metrics hload itself computes; any other name is a protocol metric.
-const (
-	metricLatency = "latency"
-	metricErrors  = "errors"
-	metricRPS     = "rps"
-	metricChecks  = "checks"
-
-	metricFlowDuration = "flow_duration"
-	metricFlowFailures = "flow_failures"
-)
-
 // flowMetrics are the metrics of flows (and setups), which the flow filter
 // applies to.
-var flowMetrics = []string{metricFlowDuration, metricFlowFailures}
+var flowMetrics = []string{metrics.MetricFlowDuration, metrics.MetricFlowFailures}
 
 // The aggregations other than percentiles.
 const (
@@ -128,7 +117,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 		} else if flowAttr != nil {
 			diags = append(diags, errorDiag(flowAttr.NameRange, "flow filter on a request metric",
 				"%s is measured per request; the flow filter applies to the flow metrics, %s. Watch the requests of a flow with request = \"<name>\", or its whole run with metric = %q.",
-				t.Metric, quoteList(flowMetrics), metricFlowDuration))
+				t.Metric, quoteList(flowMetrics), metrics.MetricFlowDuration))
 			metricOK = false
 		} else if d := l.checkThresholdMetric(t, scenario); d != nil {
 			d.Subject = metricAttr.Expr.Range().Ptr()
@@ -165,7 +154,7 @@ func (l *loader) checkThresholdFlow(t *Threshold, scenario *Scenario, attrs hcl.
 	if attr := attrs["request"]; attr != nil {
 		return hcl.Diagnostics{errorDiag(attr.NameRange, "request filter on a flow metric",
 			"%s is measured per flow, from its first step to the end of its last, not per request. Filter with flow = \"<name>\" instead, or watch a request with metric = %q.",
-			t.Metric, metricLatency)}
+			t.Metric, metrics.MetricLatency)}
 	}
 	scope := l.test.Scenarios
 	where := "this test"
@@ -174,8 +163,8 @@ func (l *loader) checkThresholdFlow(t *Threshold, scenario *Scenario, attrs hcl.
 	}
 	var flows []string
 	for _, s := range scope {
-		if s.Setup != nil && !slices.Contains(flows, SetupFlow) {
-			flows = append(flows, SetupFlow)
+		if s.Setup != nil && !slices.Contains(flows, metrics.SetupFlow) {
+			flows = append(flows, metrics.SetupFlow)
 		}
 		for _, f := range s.Mix {
 			if !f.Single && !slices.Contains(flows, f.Name) {
@@ -186,15 +175,15 @@ func (l *loader) checkThresholdFlow(t *Threshold, scenario *Scenario, attrs hcl.
 	if len(flows) == 0 {
 		return hcl.Diagnostics{errorDiag(attrs["metric"].Expr.Range(), fmt.Sprintf("No flow records %s", t.Metric),
 			`%s is measured over flow blocks and setups, and %s has neither, so this threshold would never see a sample. A bare request records no flow figures: watch it with metric = %q or %q, or put the steps of a journey in flow "name" { ... }.`,
-			t.Metric, where, metricLatency, metricErrors)}
+			t.Metric, where, metrics.MetricLatency, metrics.MetricErrors)}
 	}
 	if t.Flow == "" || slices.Contains(flows, t.Flow) {
 		return nil
 	}
 	attr := attrs["flow"]
 	setup := ""
-	if slices.Contains(flows, SetupFlow) {
-		setup = fmt.Sprintf(" (%q is a scenario's setup)", SetupFlow)
+	if slices.Contains(flows, metrics.SetupFlow) {
+		setup = fmt.Sprintf(" (%q is a scenario's setup)", metrics.SetupFlow)
 	}
 	return hcl.Diagnostics{errorDiag(attr.Expr.Range(), fmt.Sprintf("Unknown flow %q", t.Flow),
 		"No flow of %s is named %q, so this threshold would never see a sample.%s Flows: %s%s.",
@@ -203,7 +192,7 @@ func (l *loader) checkThresholdFlow(t *Threshold, scenario *Scenario, attrs hcl.
 
 // hloadMetrics are the metrics hload computes from every request sample,
 // whatever the protocol.
-var hloadMetrics = []string{metricLatency, metricErrors, metricRPS, metricChecks}
+var hloadMetrics = []string{metrics.MetricLatency, metrics.MetricErrors, metrics.MetricRPS, metrics.MetricChecks}
 
 // openModelMetrics are the metrics the core records only in open-model
 // scenarios, where an iteration has a planned start.
@@ -461,11 +450,11 @@ func checkCondition(metric string, c Condition, kind valueKind) error {
 // protocols' metrics but rate and count.
 func comparesDuration(metric string, c Condition) bool {
 	switch metric {
-	case metricLatency:
+	case metrics.MetricLatency:
 		return true
-	case metricFlowDuration:
+	case metrics.MetricFlowDuration:
 		return c.Aggregation != aggCount
-	case metricErrors, metricChecks, metricFlowFailures, metricRPS:
+	case metrics.MetricErrors, metrics.MetricChecks, metrics.MetricFlowFailures, metrics.MetricRPS:
 		return false
 	}
 	return c.Aggregation != aggRate && c.Aggregation != aggCount
@@ -486,14 +475,14 @@ func bareNumberError(c Condition) error {
 func checkCompared(metric string, c Condition, kind valueKind) error {
 	percentile := c.Percentile > 0
 	switch metric {
-	case metricLatency:
+	case metrics.MetricLatency:
 		if !percentile && !slices.Contains([]string{aggMean, aggStdev, aggMin, aggMax}, c.Aggregation) {
 			return fmt.Errorf("the latency metric takes a percentile such as p95, or mean, stdev, min or max, not %s", c.Aggregation)
 		}
 		if kind == valuePercent {
 			return fmt.Errorf("the latency metric is compared with a duration such as 200ms, not a percentage")
 		}
-	case metricErrors, metricChecks:
+	case metrics.MetricErrors, metrics.MetricChecks:
 		switch {
 		case c.Aggregation != aggRate && c.Aggregation != aggCount:
 			return fmt.Errorf("the %s metric takes rate (a fraction, such as rate < 1%%) or count, not %s", metric, c.Aggregation)
@@ -504,7 +493,7 @@ func checkCompared(metric string, c Condition, kind valueKind) error {
 		case c.Aggregation == aggRate && (c.Value < 0 || c.Value > 1):
 			return fmt.Errorf("%s rate is a fraction between 0 and 1; write 5%% or 0.05", metric)
 		}
-	case metricFlowDuration:
+	case metrics.MetricFlowDuration:
 		switch {
 		case !percentile && !slices.Contains([]string{aggMean, aggStdev, aggMin, aggMax, aggCount}, c.Aggregation):
 			return fmt.Errorf("the flow_duration metric takes a percentile such as p95, or mean, stdev, min, max or count, not %s", c.Aggregation)
@@ -513,7 +502,7 @@ func checkCompared(metric string, c Condition, kind valueKind) error {
 		case c.Aggregation != aggCount && kind == valuePercent:
 			return fmt.Errorf("the flow_duration metric is compared with a duration such as 2s, not a percentage")
 		}
-	case metricFlowFailures:
+	case metrics.MetricFlowFailures:
 		switch {
 		case c.Aggregation != aggRate && c.Aggregation != aggCount:
 			return fmt.Errorf("the flow_failures metric takes rate (the failed flows' share of the flows that ended, such as rate < 10%%) or count (the failed flows), not %s", c.Aggregation)
@@ -524,7 +513,7 @@ func checkCompared(metric string, c Condition, kind valueKind) error {
 		case c.Aggregation == aggRate && (c.Value < 0 || c.Value > 1):
 			return fmt.Errorf("flow_failures rate is a fraction between 0 and 1; write 10%% or 0.1")
 		}
-	case metricRPS:
+	case metrics.MetricRPS:
 		switch {
 		case c.Aggregation != aggRate && c.Aggregation != aggMean && c.Aggregation != aggCount:
 			return fmt.Errorf("the rps metric takes rate, mean or count, not %s", c.Aggregation)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 )

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 )
 
@@ -31,7 +31,7 @@ func shopTest() *config.Test {
 		Name:     "shop",
 		Executor: exec,
 		Requests: []*config.Request{login, list, buy, refund, home},
-		Setup:    &config.Flow{Name: config.SetupFlow, Steps: []*config.Request{login}},
+		Setup:    &config.Flow{Name: metrics.SetupFlow, Steps: []*config.Request{login}},
 		Mix: []*config.Flow{
 			{Name: "order", Weight: 1, Steps: []*config.Request{list, buy}},
 			{Name: "refund", Weight: 1, Steps: []*config.Request{refund}},
@@ -89,7 +89,7 @@ func flowOf(snap metrics.Snapshot, scenario, flow string) *metrics.FlowSeriesFig
 func TestFlowFiguresInSnapshotsAndSummary(t *testing.T) {
 	live := &snapshotSink{}
 	r := reportRun(shopTest(), live)
-	order, setup := r.agg.Flow("shop", "order"), r.agg.Flow("shop", config.SetupFlow)
+	order, setup := r.agg.Flow("shop", "order"), r.agg.Flow("shop", metrics.SetupFlow)
 
 	recordFlows(order, protocols.ErrNone, 10, 20, 30, 40)
 	recordFlows(order, "capture", 5)
@@ -140,11 +140,11 @@ func TestFlowFiguresInSnapshotsAndSummary(t *testing.T) {
 	}
 	check("interval 1, order", flowOf(s1, "shop", "order").FlowFigures,
 		want{5, 4, 1, 25, 10, 40, 5, map[string]int64{"capture": 1}})
-	check("interval 1, setup", flowOf(s1, "shop", config.SetupFlow).FlowFigures,
+	check("interval 1, setup", flowOf(s1, "shop", metrics.SetupFlow).FlowFigures,
 		want{5, 3, 2, 50, 50, 50, 5, map[string]int64{"capture": 2}})
 	check("interval 2, order", flowOf(s2, "shop", "order").FlowFigures,
 		want{2, 1, 1, 100, 100, 100, 2, map[string]int64{"timeout": 1}})
-	check("interval 2, setup", flowOf(s2, "shop", config.SetupFlow).FlowFigures,
+	check("interval 2, setup", flowOf(s2, "shop", metrics.SetupFlow).FlowFigures,
 		want{0, 0, 0, 0, 0, 0, 0, map[string]int64{}})
 	// The last 50 ms put their rate over the interval before them too:
 	// (2 + 1) flows over 1.05 s, not 1 over 0.05 s.
@@ -158,7 +158,7 @@ func TestFlowFiguresInSnapshotsAndSummary(t *testing.T) {
 	}
 	check("summary, order", *shop.Flows["order"],
 		want{8, 6, 2, (10 + 20 + 30 + 40 + 100 + 30) / 6.0, 10, 100, 8 / 2.05, map[string]int64{"capture": 1, "timeout": 1}})
-	check("summary, setup", *shop.Flows[config.SetupFlow],
+	check("summary, setup", *shop.Flows[metrics.SetupFlow],
 		want{5, 3, 2, 50, 50, 50, 5 / 2.05, map[string]int64{"capture": 2}})
 	// refund never ended: it is there, with zeros; the bare request is not.
 	check("summary, refund", *shop.Flows["refund"], want{kinds: map[string]int64{}})
@@ -271,8 +271,8 @@ func TestSetupAndFlowWarnings(t *testing.T) {
 	test.Scenarios = append(test.Scenarios, &down)
 	live := &snapshotSink{}
 	r := reportRun(test, live)
-	setup, order, refund := r.agg.Flow("shop", config.SetupFlow), r.agg.Flow("shop", "order"), r.agg.Flow("shop", "refund")
-	downSetup := r.agg.Flow("down", config.SetupFlow)
+	setup, order, refund := r.agg.Flow("shop", metrics.SetupFlow), r.agg.Flow("shop", "order"), r.agg.Flow("shop", "refund")
+	downSetup := r.agg.Flow("down", metrics.SetupFlow)
 	login := r.agg.Series("shop", "login")
 	loginFailed := func(n int) {
 		for range n {
@@ -525,13 +525,13 @@ func TestFlowReportEndToEnd(t *testing.T) {
 	// both always succeed; a broken flow stopped at /nope.
 	want := map[string]map[string][2]int64{ // completed, failed
 		"s": {
-			"order":          {int64(cs.served["/b"]), 0},
-			"broken":         {0, int64(cs.served["/nope"])},
-			config.SetupFlow: {int64(cs.admitted["s"]), int64(cs.refused["s"])},
+			"order":           {int64(cs.served["/b"]), 0},
+			"broken":          {0, int64(cs.served["/nope"])},
+			metrics.SetupFlow: {int64(cs.admitted["s"]), int64(cs.refused["s"])},
 		},
 		"down": {
-			"order2":         {0, 0},
-			config.SetupFlow: {0, int64(cs.refused["down"])},
+			"order2":          {0, 0},
+			metrics.SetupFlow: {0, int64(cs.refused["down"])},
 		},
 	}
 	if cs.served["/a"] != cs.served["/b"] || cs.served["/never"] != 0 || cs.served["/c"] != 0 || cs.served["/nope"] == 0 || cs.served["/b"] == 0 {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
 	hloadhttp "github.com/hload/hload/protocols/http"
@@ -273,7 +273,7 @@ func TestJourneyCarriesCaptures(t *testing.T) {
 	if order.Completed != int64(s.orders) || order.Failed != 0 || list.Errors+buy.Errors != 0 {
 		t.Errorf("flow order: %+v; list errors %v, buy errors %v; the shop took %d orders", order, list.ErrorsByKind, buy.ErrorsByKind, s.orders)
 	}
-	if setup := res.flow(t, "shop", config.SetupFlow); setup.Completed != 4 || setup.Failed != 0 {
+	if setup := res.flow(t, "shop", metrics.SetupFlow); setup.Completed != 4 || setup.Failed != 0 {
 		t.Errorf("flow setup: %+v, want 4 completed", setup)
 	}
 	t.Logf("the shop took %d logins, %d lists, %d orders; hload counted %d orders in %d flows", len(s.logins), s.lists, s.orders, buy.Count, order.Count)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // A load generator that runs out of CPU measures itself: its calls leave

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // TestInterrupterPhases: during the load the first interrupt stops the

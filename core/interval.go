@@ -5,8 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // runScenarios starts every scenario and writes a snapshot each interval
@@ -296,11 +295,11 @@ func (s *snapshotState) warnings(r *run, snap *metrics.Snapshot) []string {
 		k := seriesName{f.Scenario, f.Flow}
 		n, failed := s.flowsEnded[k], s.flowsFailed[k]
 		switch {
-		case f.Flow == config.SetupFlow && failed > 0:
+		case f.Flow == metrics.SetupFlow && failed > 0:
 			say("setup "+f.Scenario, fmt.Sprintf(
 				"scenario %q: %d of %d VU setup attempts so far failed (%s); a VU whose setup fails retries it after a backoff and runs no iteration meanwhile",
 				f.Scenario, failed, n, kinds(s.flowKinds[k])))
-		case f.Flow != config.SetupFlow && n > 0 && failed == n:
+		case f.Flow != metrics.SetupFlow && n > 0 && failed == n:
 			say("flow failed "+f.Scenario+"/"+f.Flow, fmt.Sprintf(
 				"scenario %q, flow %q: every run so far failed (%d of %d: %s)", f.Scenario, f.Flow, n, n, kinds(s.flowKinds[k])))
 		}

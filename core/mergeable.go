@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // mergeable returns what `hload merge` needs to fold this run with the

@@ -22,8 +22,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/internal/openfloor"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 	"github.com/hload/hload/protocols/protocoltest"

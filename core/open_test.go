@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // TestConstantArrivalRateHoldsRate: 2,000 iterations/s for 10 s against a

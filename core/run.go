@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 )
 

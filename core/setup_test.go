@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/config"
+	"github.com/hload/hload/metrics"
 )
 
 // loginServer logs VUs in, as its policy says, and checks that every other
@@ -166,7 +166,7 @@ func TestSetupOncePerVU(t *testing.T) {
 			if tc.vus > 0 && len(ls.attempts) != tc.vus {
 				t.Errorf("%d VUs logged in, want %d", len(ls.attempts), tc.vus)
 			}
-			setup := res.flow(t, "s", config.SetupFlow)
+			setup := res.flow(t, "s", metrics.SetupFlow)
 			if setup.Completed != int64(len(ls.attempts)) || setup.Failed != 0 {
 				t.Errorf("flow setup: %+v; the server logged in %d VUs", setup, len(ls.attempts))
 			}
@@ -275,7 +275,7 @@ func TestSetupFailureBacksOff(t *testing.T) {
 		t.Errorf("vu-3 tried %d times, want at most the 5 that fit in the scenario's 1 s; the run ended %v after its last try, "+
 			"want before its next backoff of %v ran out", n, ended.Sub(at3[n-1]), backoff<<(n-1))
 	}
-	setup := res.flow(t, "s", config.SetupFlow)
+	setup := res.flow(t, "s", metrics.SetupFlow)
 	if setup.Completed != 2 || setup.Failed != int64(ls.failed) || setup.FailedByKind["http_5xx"] != int64(ls.failed) {
 		t.Errorf("flow setup: %+v; the server refused %d logins and admitted 2 VUs", setup, ls.failed)
 	}
@@ -309,7 +309,7 @@ func TestOpenModelSetupFailureDropsTheIteration(t *testing.T) {
 	if s.DroppedIterations == 0 || s.Iterations+s.DroppedIterations != 25 || s.Iterations != int64(ls.work["vu-1"]) {
 		t.Errorf("%d iterations and %d dropped of 25 planned; the server got %d", s.Iterations, s.DroppedIterations, ls.work["vu-1"])
 	}
-	setup := res.flow(t, "s", config.SetupFlow)
+	setup := res.flow(t, "s", metrics.SetupFlow)
 	if setup.Completed != 1 || setup.Failed != int64(ls.failed) {
 		t.Errorf("flow setup: %+v; the server refused %d logins", setup, ls.failed)
 	}

@@ -3,7 +3,7 @@ package core
 import (
 	"context"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Sink receives the run's figures: a snapshot once per interval and the

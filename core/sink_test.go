@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // lifecycleSink records what the run did to it, in a log shared by the

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // summarise builds the run's summary: figures, thresholds, what ended the
@@ -126,7 +126,7 @@ func scenarioFlows(s *config.Scenario, recorded map[string]*metrics.FlowFigures)
 		}
 	}
 	if s.Setup != nil {
-		add(config.SetupFlow)
+		add(metrics.SetupFlow)
 	}
 	for _, f := range s.Mix {
 		if !f.Single {
@@ -159,7 +159,7 @@ func everyCallFailed(sum *metrics.Summary) (int64, bool) {
 // held.
 func errorsThresholdHeld(sum *metrics.Summary) bool {
 	for _, t := range sum.Thresholds {
-		if t.Metric == "errors" && t.Passed {
+		if t.Metric == metrics.MetricErrors && t.Passed {
 			return true
 		}
 	}
@@ -236,7 +236,7 @@ func flowWarnings(test *config.Test, sum *metrics.Summary) []string {
 		if sc == nil {
 			continue
 		}
-		if f := sc.Flows[config.SetupFlow]; f != nil && f.Failed > 0 && s.Setup != nil {
+		if f := sc.Flows[metrics.SetupFlow]; f != nil && f.Failed > 0 && s.Setup != nil {
 			w := fmt.Sprintf("scenario %q: %d of %d VU setup attempts failed (%s)%s; a VU whose setup failed retried it after a backoff and ran no iteration meanwhile",
 				s.Name, f.Failed, f.Count, kinds(f.FailedByKind), stepMessage(s.Setup, sc))
 			if f.Completed == 0 {

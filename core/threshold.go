@@ -5,17 +5,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
-)
-
-// The flow metrics a threshold may judge.
-const (
-	// MetricFlowDuration is flow_duration: the duration of the completed
-	// flows; its count is the completed flows.
-	MetricFlowDuration = "flow_duration"
-	// MetricFlowFailures is flow_failures: its rate is the failed flows
-	// over the flows that ended, its count the failed flows.
-	MetricFlowFailures = "flow_failures"
+	"github.com/hload/hload/metrics"
 )
 
 // judging judges thresholds over the run totals as of one moment. It
@@ -68,7 +58,7 @@ func unjudged(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Durati
 func (j *judging) evaluate(th *config.Threshold) metrics.ThresholdResult {
 	agg, elapsed := j.agg, j.elapsed
 	c := th.Condition
-	if th.Metric == MetricFlowDuration || th.Metric == MetricFlowFailures {
+	if th.Metric == metrics.MetricFlowDuration || th.Metric == metrics.MetricFlowFailures {
 		v, nothing := flowValue(th, agg, elapsed)
 		return metrics.ThresholdResult{
 			Metric:    th.Metric,
@@ -84,11 +74,11 @@ func (j *judging) evaluate(th *config.Threshold) metrics.ThresholdResult {
 	req, others := t.req, t.others
 	var v float64
 	switch th.Metric {
-	case "latency":
+	case metrics.MetricLatency:
 		v = latencyFigure(req.Latency, c, func(q float64) float64 {
 			return agg.Quantile(th.Scenario, th.Request, th.Metric, q)
 		})
-	case "errors":
+	case metrics.MetricErrors:
 		if c.Aggregation == "count" {
 			v = float64(req.Errors)
 		} else {
@@ -137,7 +127,7 @@ func (j *judging) evaluate(th *config.Threshold) metrics.ThresholdResult {
 func flowValue(th *config.Threshold, agg *metrics.Aggregator, elapsed time.Duration) (float64, string) {
 	ff := agg.FlowTotals(th.Scenario, th.Flow, elapsed)
 	c := th.Condition
-	if th.Metric == MetricFlowFailures {
+	if th.Metric == metrics.MetricFlowFailures {
 		if ff.Count == 0 {
 			return 0, "no " + flowWords(th) + " ended"
 		}
@@ -187,15 +177,15 @@ func watched(noun, name, scenario string) string {
 // events (a nack, a reconnection) whose absence is the good outcome.
 func (j *judging) unjudged(th *config.Threshold) string {
 	switch th.Metric {
-	case MetricFlowDuration, MetricFlowFailures:
+	case metrics.MetricFlowDuration, metrics.MetricFlowFailures:
 		_, nothing := flowValue(th, j.agg, j.elapsed)
 		return nothing
-	case "latency", "errors":
+	case metrics.MetricLatency, metrics.MetricErrors:
 		t := j.of(th.Scenario, th.Request)
 		if t.req.Count == 0 {
 			return "no call" + requestWords(th) + " was made"
 		}
-		if th.Metric == "latency" && t.latCount == 0 {
+		if th.Metric == metrics.MetricLatency && t.latCount == 0 {
 			// Calls that sent nothing (an expression that failed) have
 			// no latency: their 0 ms is not a measurement.
 			return "every call" + requestWords(th) + " sent nothing, so none has a latency"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 )
 

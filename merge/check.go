@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // segmentOf is an input's segment, parsed.

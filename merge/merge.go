@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Merge checks that the inputs are the segments of one run (Check) and

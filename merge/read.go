@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Input is one segment's result: a summary export and where it came from.

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/hload/hload/compare"
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/metrics"
 )
 
 // slowTest runs 10 VUs for 2 s against the demo's GET /slow, which sleeps

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/metrics"
 )
 
 // dashboardEventsTest is a 6 s closed-model run against the demo shop.

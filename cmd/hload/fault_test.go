@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/internal/tcptest"
+	"github.com/hload/hload/metrics"
 )
 
 // The fault suite runs the hload binary, as a user does, against servers,

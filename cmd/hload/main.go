@@ -12,7 +12,7 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Exit codes, as README.md lists them under "Commands and exit codes".

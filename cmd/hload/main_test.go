@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // hloadBin is the hload binary built once for the end-to-end tests, which

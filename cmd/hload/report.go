@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/html"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/demo"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/html/browsertest"
 )
 

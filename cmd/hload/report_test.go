@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/html/browsertest"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // TestSegmentFromEnvironment: --segment-count reads the index from the

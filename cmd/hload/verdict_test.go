@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // countingServer serves HTTP/1.1 by hand on 127.0.0.1 and counts, per

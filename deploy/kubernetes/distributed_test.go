@@ -19,7 +19,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // docSteps is the marker of the block of docs/distributed.md that this

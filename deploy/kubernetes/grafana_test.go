@@ -20,8 +20,8 @@ import (
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/internal/servicetest"
+	"github.com/hload/hload/metrics"
 )
 
 // segmentsTest is a test that two segments run, each writing its points

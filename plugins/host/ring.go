@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // maxLineBytes bounds one kept stderr line, so a plugin that writes a huge

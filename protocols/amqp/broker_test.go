@@ -15,8 +15,8 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/internal/servicetest"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/protocoltest"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // TestCapacityProgressAndCurve: the live line names the step a capacity

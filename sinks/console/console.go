@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Options shape the console output.
@@ -160,7 +160,7 @@ func (w *progress) add(snap *metrics.Snapshot) {
 	}
 	for i := range snap.Flows {
 		f := &snap.Flows[i]
-		if f.Flow == setupFlow {
+		if f.Flow == metrics.SetupFlow {
 			w.setupFailed += f.Failed
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // The contract of core.Sink, restated so that this test does not depend on

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // TestSummaryGenerator: the summary prints hload's own CPU use on one

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // ANSI colours for the verdicts only: the tables stay plain so that they
@@ -199,20 +199,16 @@ func (p *printer) scenario(name string, sc *metrics.ScenarioSummary, durationS f
 	p.flows(sc.Flows)
 }
 
-// setupFlow is the flow under which a scenario's setup is counted
-// (config.SetupFlow).
-const setupFlow = "setup"
-
 // flows prints a scenario's flows, its setup first: how many ended,
 // completed and failed, the duration of the completed ones, and the
 // failed ones by the kind of the step that failed them. A scenario with
 // neither flows nor setup prints nothing, so its summary reads as before.
 func (p *printer) flows(flows map[string]*metrics.FlowFigures) {
 	names := slices.DeleteFunc(slices.Sorted(maps.Keys(flows)), func(n string) bool {
-		return flows[n] == nil || n == setupFlow
+		return flows[n] == nil || n == metrics.SetupFlow
 	})
-	if flows[setupFlow] != nil {
-		names = slices.Insert(names, 0, setupFlow)
+	if flows[metrics.SetupFlow] != nil {
+		names = slices.Insert(names, 0, metrics.SetupFlow)
 	}
 	if len(names) == 0 {
 		return
@@ -550,9 +546,9 @@ func formatValue(t metrics.ThresholdResult) string {
 	switch {
 	case agg == "count":
 		return strconv.FormatFloat(v, 'f', -1, 64)
-	case t.Metric == "errors" || t.Metric == "checks" || t.Metric == "flow_failures":
+	case t.Metric == metrics.MetricErrors || t.Metric == metrics.MetricChecks || t.Metric == metrics.MetricFlowFailures:
 		return strconv.FormatFloat(math.Round(v*1e6)/1e4, 'f', -1, 64) + "%"
-	case t.Metric == "rps":
+	case t.Metric == metrics.MetricRPS:
 		return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + "/s"
 	case math.Abs(v) < 1:
 		return strconv.FormatFloat(v, 'g', 4, 64) + "ms"

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // shortFile is a file on a disk that fills up: it takes budget bytes, cut

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // bigSnapshot is interval i of a run of 20 requests, with the run so far:

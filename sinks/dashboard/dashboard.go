@@ -28,7 +28,7 @@ import (
 	"github.com/r3labs/sse/v2"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/html"
 	"github.com/hload/hload/sinks/series"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // listen starts a dashboard on a free loopback port, shut down at the

@@ -9,8 +9,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/internal/outfile"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/series"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // TestExport: Start checks the folder, Close writes the summary with the

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // BenchmarkHourReport measures what `hload report` does with the export

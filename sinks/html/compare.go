@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/hload/hload/compare"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 var (

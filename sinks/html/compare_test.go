@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/compare"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/html/browsertest"
 )
 

@@ -36,7 +36,7 @@ import (
 
 	"github.com/hload/hload/compare"
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/series"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/sinks/html/browsertest"
 	"github.com/hload/hload/sinks/series"
 )

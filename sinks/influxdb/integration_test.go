@@ -29,8 +29,8 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
 	"github.com/hload/hload/internal/servicetest"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 	csvsink "github.com/hload/hload/sinks/csv"

@@ -17,7 +17,7 @@ import (
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // Options are what the sink needs from the CLI besides its block.

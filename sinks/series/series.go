@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // MaxPoints is the most points a collector holds per series: a 1-hour

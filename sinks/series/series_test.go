@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hload/hload/core"
-	"github.com/hload/hload/core/metrics"
+	"github.com/hload/hload/metrics"
 )
 
 // feed writes n one-second snapshots of one request, whose interval i

@@ -10,18 +10,6 @@ import (
 	"github.com/hload/hload/protocols"
 )
 
-// Metric names the core records besides the protocols' own.
-const (
-	// MetricServiceTime is the time from the actual send to the response,
-	// recorded in the open model beside the response time, which runs
-	// from the planned start.
-	MetricServiceTime = "service_time"
-	// MetricStartLateness is how late an open-model iteration started
-	// against its planned start: the generator's own scheduling error,
-	// plus any wait for a free VU.
-	MetricStartLateness = "start_lateness"
-)
-
 // RunInfo describes a run to the sinks when it starts.
 type RunInfo struct {
 	RunID     string

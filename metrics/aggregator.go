@@ -62,12 +62,6 @@ type Aggregator struct {
 
 type seriesKey struct{ scenario, request string }
 
-// SetupFlow is the flow a scenario's setup is recorded as. A filter on
-// any flow ("") leaves it out: logging in once per VU is not one of the
-// journeys the mix runs, and would dilute their figures. Only a filter
-// that names it matches it.
-const SetupFlow = "setup"
-
 // seriesSet holds series by key, and sorted by scenario then name.
 type seriesSet struct {
 	mu sync.Mutex
@@ -514,7 +508,7 @@ func (a *Aggregator) Totals(scenario, request string, elapsed time.Duration) (Re
 }
 
 // Quantile returns the q-th percentile (0 < q < 100) in milliseconds of
-// the run totals of a metric over the matching series; metric "latency"
+// the run totals of a metric over the matching series; MetricLatency
 // is the request latency. It serves percentiles the figures do not carry,
 // such as p75 in a threshold.
 func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float64 {
@@ -522,7 +516,7 @@ func (a *Aggregator) Quantile(scenario, request, metric string, q float64) float
 	defer a.totalsMu.RUnlock()
 	_, latencies, metrics := a.requests.matching(scenario, request)
 	hs := latencies
-	if metric != "latency" {
+	if metric != MetricLatency {
 		hs = metrics[metric]
 	}
 	h := merged(hs)
