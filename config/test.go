@@ -1,7 +1,10 @@
 // Package config turns HCL files into a validated, typed test plan. It
-// evaluates what is static once, keeps each per-iteration expression for the
-// core to evaluate, and reports every mistake as hcl.Diagnostics with the
-// file, line and column. It never starts a run.
+// evaluates what is static once, compiles each per-iteration expression
+// into the request's evaluator (Request.Eval, EvalHoles), which the core
+// calls on each call, and reports every mistake as hcl.Diagnostics with
+// the file, line and column. It never starts a run. Evaluation lives here,
+// not in core, because the code that checks an expression at load is the
+// code that evaluates it: what apply would reject, validate rejects first.
 package config
 
 import (

@@ -84,13 +84,13 @@ func (j *judging) evaluate(th *config.Threshold) metrics.ThresholdResult {
 		} else {
 			v = req.ErrorRate
 		}
-	case "rps":
+	case metrics.MetricRPS:
 		if c.Aggregation == "count" {
 			v = float64(req.Count)
 		} else {
 			v = req.RPS
 		}
-	case "checks":
+	case metrics.MetricChecks:
 		total := req.Checks.Passed + req.Checks.Failed
 		switch {
 		case c.Aggregation == "count":
@@ -190,11 +190,11 @@ func (j *judging) unjudged(th *config.Threshold) string {
 			// no latency: their 0 ms is not a measurement.
 			return "every call" + requestWords(th) + " sent nothing, so none has a latency"
 		}
-	case "checks":
+	case metrics.MetricChecks:
 		if req := j.of(th.Scenario, th.Request).req; req.Checks.Passed+req.Checks.Failed == 0 {
 			return "no check" + requestWords(th) + " ran"
 		}
-	case "rps":
+	case metrics.MetricRPS:
 	default:
 		// A protocol metric's count is a measurement even when it is 0
 		// (no nack), but a percentile, mean or max of no sample is not.
