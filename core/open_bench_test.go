@@ -24,9 +24,9 @@ import (
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/internal/openfloor"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // BenchmarkOpenModel measures how closely the open model holds its rate:

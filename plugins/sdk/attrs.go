@@ -15,7 +15,8 @@ import (
 // not whole is refused where a whole one is wanted, and so on. Each returns
 // its default when the attribute is absent or null, and on a bad value an
 // *AttrError whose message starts with the attribute's name, ready for a
-// validator's (attr, err).
+// validator's (attr, err). Go has no alias for a function, so each is a
+// function of its own that calls hload's, as io/ioutil's call io's.
 
 // AttrError is a value that does not fit its attribute; AttrName finds the
 // attribute in an error that wraps one.

@@ -15,11 +15,19 @@ import (
 )
 
 // authorNames is everything `go doc ./plugins/sdk` may list: what a
-// plugin's author needs, and nothing of the host or the wire.
+// plugin's author needs, and nothing of the host or the wire: not
+// protocols.Registry, WithEnding, Preparer or Templater.
 var authorNames = []string{
-	"Attr", "AttrError", "AttrErrorf", "AttrName", "BoolAttr", "DurationAttr",
-	"IntAttr", "NumberAttr", "Pair", "Serve", "StringAttr", "StringListAttr",
-	"StringMapAttr", "Version",
+	"Attr", "AttrDoc", "AttrError", "AttrErrorf", "AttrName", "BodyScan",
+	"BodySearcher", "BoolAttr", "Call", "Client", "DurationAttr", "Ending",
+	"ErrConnectionRefused", "ErrDNS", "ErrIdleClosed", "ErrInterrupted",
+	"ErrNone", "ErrProtocol", "ErrReset", "ErrTLS", "ErrTimeout", "ErrorKind",
+	"Gauger", "Info", "IntAttr", "Ledger", "LedgerFrom", "MetricConnect",
+	"MetricRequest", "MetricTTFB", "NetErrorKind", "NumberAttr", "Pair",
+	"Protocol", "Receipt", "ReceiptDuplicate", "ReceiptEarly", "ReceiptFirst",
+	"ReceiptLate", "ReceiptUnknown", "RequestValidator", "Sample", "Serve",
+	"StringAttr", "StringListAttr", "StringMapAttr", "TargetValidator",
+	"Version", "Watch",
 }
 
 // TestAuthorSurface: the package exports exactly authorNames, as go doc
@@ -87,5 +95,33 @@ func TestAuthorSurface(t *testing.T) {
 	}
 	if deps := strings.Fields(string(out)); slices.Contains(deps, "github.com/hload/hload/plugins/host") {
 		t.Errorf("plugins/sdk depends on plugins/host")
+	}
+}
+
+// TestExamplesImportTheSDKAlone: the example plugins, and their tests,
+// reach hload through plugins/sdk (and sdktest) only, as a plugin outside
+// hload's module must.
+func TestExamplesImportTheSDKAlone(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Imports}} {{.TestImports}} {{.XTestImports}}",
+		"../../examples/plugins/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const module = "github.com/hload/hload/"
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, line := range lines {
+		fields := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(line))
+		for _, dep := range fields[1:] {
+			switch {
+			case !strings.HasPrefix(dep, module),
+				strings.HasPrefix(dep, fields[0]), // the example's own packages
+				dep == module+"plugins/sdk", dep == module+"plugins/sdk/sdktest":
+			default:
+				t.Errorf("%s imports %s; a plugin imports plugins/sdk alone", fields[0], dep)
+			}
+		}
+	}
+	if len(lines) < 3 {
+		t.Errorf("go list found %d example packages, want echo, lines and redis at least:\n%s", len(lines), out)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/internal/servicetest"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // brokerURL returns the test broker's URL from HLOAD_RABBITMQ_URL, which

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hload/hload/config"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 func loadExample(t *testing.T, path string, vars map[string]string) *config.Test {

@@ -13,8 +13,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // TestReplyHeaders: the properties a reply carries appear under their

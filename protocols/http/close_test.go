@@ -17,8 +17,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/internal/tcptest"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // closingServer answers every request with a complete keep-alive response

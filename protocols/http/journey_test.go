@@ -13,8 +13,8 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // tokenShop issues a token in a header, a session in a cookie and a user

@@ -16,8 +16,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 func TestEscapeQuery(t *testing.T) {

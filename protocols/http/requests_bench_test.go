@@ -23,8 +23,8 @@ import (
 
 	"github.com/hload/hload/bench/benchreq"
 	"github.com/hload/hload/config"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // benchServerEnv makes the test binary the loopback server of

@@ -19,8 +19,8 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // idleServerEnv makes the test binary serve idle streams instead of

@@ -11,9 +11,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // What the relay does with an event the test hands it.

@@ -17,10 +17,10 @@ import (
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/demo"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
 	"github.com/hload/hload/protocols/http"
-	"github.com/hload/hload/protocols/protocoltest"
 	"github.com/hload/hload/protocols/sse"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // orderFeed streams one order per subscription, its id in the event's data

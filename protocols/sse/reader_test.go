@@ -14,9 +14,9 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/http/h1"
-	"github.com/hload/hload/protocols/protocoltest"
 )
 
 // script is a connection that returns one piece per read, as TCP may cut

@@ -12,10 +12,10 @@ import (
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
+	"github.com/hload/hload/plugins/protocoltest"
 	"github.com/hload/hload/protocols"
 	"github.com/hload/hload/protocols/delivery"
 	"github.com/hload/hload/protocols/http"
-	"github.com/hload/hload/protocols/protocoltest"
 	"github.com/hload/hload/protocols/sse"
 )
 

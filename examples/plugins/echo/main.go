@@ -15,7 +15,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/plugins/sdk"
-	"github.com/hload/hload/protocols"
 )
 
 func main() { sdk.Serve(echo{}) }
@@ -26,14 +25,14 @@ type echo struct{}
 // echo checks its targets and requests at load, with the code Open and Do
 // use.
 var (
-	_ protocols.TargetValidator  = echo{}
-	_ protocols.RequestValidator = echo{}
+	_ sdk.TargetValidator  = echo{}
+	_ sdk.RequestValidator = echo{}
 )
 
 // Describe names the protocol and declares the attributes of its target and
 // request blocks. hload validates the HCL against them before any load.
-func (echo) Describe() protocols.Info {
-	return protocols.Info{
+func (echo) Describe() sdk.Info {
+	return sdk.Info{
 		Name:    "echo",
 		Version: "0.1.0",
 		TargetSpec: hcldec.ObjectSpec{
@@ -45,11 +44,11 @@ func (echo) Describe() protocols.Info {
 		},
 		// What `hload plugin describe` shows of each attribute. A default
 		// is what the protocol receives when the user leaves it out.
-		TargetDocs: map[string]protocols.AttrDoc{
+		TargetDocs: map[string]sdk.AttrDoc{
 			"address": {Description: "The echo server, as host:port."},
 			"timeout": {Description: "How long a call may take: a duration or a number of seconds.", Default: cty.StringVal("5s")},
 		},
-		RequestDocs: map[string]protocols.AttrDoc{
+		RequestDocs: map[string]sdk.AttrDoc{
 			"payload": {Description: "What a call sends and expects back.", Default: cty.StringVal("ping")},
 		},
 	}
@@ -58,7 +57,7 @@ func (echo) Describe() protocols.Info {
 // Open opens a client for a target. hload has already checked the target
 // with ValidateTarget; decoding it with the same function here means the
 // two can never disagree.
-func (echo) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+func (echo) Open(ctx context.Context, target cty.Value) (sdk.Client, error) {
 	c, err := parseTarget(target)
 	if err != nil {
 		return nil, err
@@ -123,12 +122,12 @@ type client struct {
 
 // Do makes one call and emits exactly one request sample. The time is taken
 // around the I/O only, with time.Now's monotonic clock.
-func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+func (c *client) Do(ctx context.Context, call sdk.Call, emit func(sdk.Sample)) {
 	payload, err := parsePayload(call.Request)
 	if err != nil {
 		// A payload that changes per iteration is checked here; the
 		// message tells the user why in the summary.
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol, Message: err.Error()})
+		emit(sdk.Sample{Metric: sdk.MetricRequest, Time: time.Now(), Error: sdk.ErrProtocol, Message: err.Error()})
 		return
 	}
 	reply := make([]byte, len(payload))
@@ -141,8 +140,8 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	sent, received, err := c.roundTrip(ctx, payload, reply, ends)
 	end := time.Now()
 
-	s := protocols.Sample{
-		Metric:        protocols.MetricRequest,
+	s := sdk.Sample{
+		Metric:        sdk.MetricRequest,
 		Time:          end,
 		Value:         end.Sub(start),
 		BytesSent:     int64(sent),
@@ -150,11 +149,11 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		s.Error = protocols.ErrInterrupted // the run ended, not the server
+		s.Error = sdk.ErrInterrupted // the run ended, not the server
 	case err != nil:
-		s.Error = protocols.NetErrorKind(err)
+		s.Error = sdk.NetErrorKind(err)
 	case string(reply) != payload:
-		s.Error = protocols.ErrProtocol
+		s.Error = sdk.ErrProtocol
 	}
 	if call.KeepBody {
 		s.Body = reply[:received] // a check's body_contains or a capture reads it

@@ -15,15 +15,15 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/plugins/sdk/sdktest"
-	"github.com/hload/hload/protocols"
 )
 
 // Every test runs the protocol through the whole plugin wire: sdktest.NewHarness
 // puts the plugin's server and hload's client on the two ends of an
 // in-memory gRPC connection, so the schemas, calls and samples cross it as
 // they do between two processes, without building a binary or running hload.
-func harness(t *testing.T) protocols.Protocol {
+func harness(t *testing.T) sdk.Protocol {
 	t.Helper()
 	h, err := sdktest.NewHarness(echo{})
 	if err != nil {
@@ -107,7 +107,7 @@ func request(payload string) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{"payload": cty.StringVal(payload)})
 }
 
-func open(t *testing.T, p protocols.Protocol, tgt cty.Value) protocols.Client {
+func open(t *testing.T, p sdk.Protocol, tgt cty.Value) sdk.Client {
 	t.Helper()
 	c, err := p.Open(context.Background(), tgt)
 	if err != nil {
@@ -119,14 +119,14 @@ func open(t *testing.T, p protocols.Protocol, tgt cty.Value) protocols.Client {
 
 // do runs one call and returns its one request sample. Body is copied,
 // because it is valid only during emit.
-func do(ctx context.Context, c protocols.Client, call protocols.Call) (protocols.Sample, error) {
-	var out []protocols.Sample
-	c.Do(ctx, call, func(s protocols.Sample) {
+func do(ctx context.Context, c sdk.Client, call sdk.Call) (sdk.Sample, error) {
+	var out []sdk.Sample
+	c.Do(ctx, call, func(s sdk.Sample) {
 		s.Body = bytes.Clone(s.Body)
 		out = append(out, s)
 	})
-	if len(out) != 1 || out[0].Metric != protocols.MetricRequest {
-		return protocols.Sample{}, fmt.Errorf("samples %+v, want exactly one %q sample", out, protocols.MetricRequest)
+	if len(out) != 1 || out[0].Metric != sdk.MetricRequest {
+		return sdk.Sample{}, fmt.Errorf("samples %+v, want exactly one %q sample", out, sdk.MetricRequest)
 	}
 	return out[0], nil
 }
@@ -156,11 +156,11 @@ func TestDescribe(t *testing.T) {
 // refuses first, at the attribute, with the same words; in-process and over
 // the wire, and without connecting: nothing listens at these addresses.
 func TestValidateAgreesWithOpen(t *testing.T) {
-	for name, p := range map[string]protocols.Protocol{"direct": echo{}, "harness": harness(t)} {
+	for name, p := range map[string]sdk.Protocol{"direct": echo{}, "harness": harness(t)} {
 		t.Run(name, func(t *testing.T) {
-			v, ok := p.(protocols.TargetValidator)
+			v, ok := p.(sdk.TargetValidator)
 			if !ok {
-				t.Fatalf("%T is not a protocols.TargetValidator", p)
+				t.Fatalf("%T is not an sdk.TargetValidator", p)
 			}
 			for _, tc := range []struct {
 				target     cty.Value
@@ -196,10 +196,10 @@ func TestValidateAgreesWithOpen(t *testing.T) {
 // refuses first, and Do's sample carries the same words as its message.
 func TestValidateRequestAgreesWithDo(t *testing.T) {
 	srv := startServer(t, echoBack)
-	for name, p := range map[string]protocols.Protocol{"direct": echo{}, "harness": harness(t)} {
+	for name, p := range map[string]sdk.Protocol{"direct": echo{}, "harness": harness(t)} {
 		t.Run(name, func(t *testing.T) {
 			c := open(t, p, target(srv.addr, "2s"))
-			v := p.(protocols.RequestValidator)
+			v := p.(sdk.RequestValidator)
 			if attr, err := v.ValidateRequest(request("hello")); attr != "" || err != nil {
 				t.Errorf("hello: %q %v", attr, err)
 			}
@@ -211,11 +211,11 @@ func TestValidateRequestAgreesWithDo(t *testing.T) {
 			if attr != "payload" || err == nil || !strings.Contains(err.Error(), "payload is empty") {
 				t.Fatalf("empty payload: %q %v", attr, err)
 			}
-			s, derr := do(context.Background(), c, protocols.Call{VU: 1, Request: request("")})
+			s, derr := do(context.Background(), c, sdk.Call{VU: 1, Request: request("")})
 			if derr != nil {
 				t.Fatal(derr)
 			}
-			if s.Error != protocols.ErrProtocol || s.Message != err.Error() {
+			if s.Error != sdk.ErrProtocol || s.Message != err.Error() {
 				t.Errorf("Do: %q %q, want protocol with %q", s.Error, s.Message, err)
 			}
 		})
@@ -238,13 +238,13 @@ func TestCalls(t *testing.T) {
 				payload := fmt.Sprintf("VU %d, call %d", vu, i)
 				keep := i%2 == 0
 				before := time.Now()
-				s, err := do(context.Background(), c, protocols.Call{VU: vu, Iteration: i, Request: request(payload), KeepBody: keep})
+				s, err := do(context.Background(), c, sdk.Call{VU: vu, Iteration: i, Request: request(payload), KeepBody: keep})
 				took := time.Since(before)
 				switch {
 				case err != nil:
 					t.Error(err)
 					return
-				case s.Error != protocols.ErrNone:
+				case s.Error != sdk.ErrNone:
 					t.Errorf("%q: error %q", payload, s.Error)
 				case s.Value <= 0 || s.Value > took:
 					t.Errorf("%q: latency %v outside (0, %v]", payload, s.Value, took)
@@ -290,8 +290,8 @@ func TestHeadersForCaptures(t *testing.T) {
 			for i := range uint64(calls) {
 				payload := fmt.Sprintf("VU %d, call %d", vu, i)
 				keepBody, keepHeaders := i%2 == 0, i%4 < 2
-				s, err := do(context.Background(), c, protocols.Call{VU: vu, Iteration: i, Request: request(payload), KeepBody: keepBody, KeepHeaders: keepHeaders})
-				if err != nil || s.Error != protocols.ErrNone {
+				s, err := do(context.Background(), c, sdk.Call{VU: vu, Iteration: i, Request: request(payload), KeepBody: keepBody, KeepHeaders: keepHeaders})
+				if err != nil || s.Error != sdk.ErrNone {
 					t.Errorf("%q: %v %+v", payload, err, s)
 					return
 				}
@@ -348,17 +348,17 @@ func TestErrors(t *testing.T) {
 		name    string
 		address string
 		timeout string
-		kind    protocols.ErrorKind
+		kind    sdk.ErrorKind
 	}{
-		{"nobody listens", refused, "", protocols.ErrConnectionRefused},
-		{"server closes", startServer(t, closeAtOnce).addr, "", protocols.ErrReset},
-		{"no reply", startServer(t, silent).addr, "200ms", protocols.ErrTimeout},
-		{"another reply", startServer(t, shout).addr, "", protocols.ErrProtocol},
+		{"nobody listens", refused, "", sdk.ErrConnectionRefused},
+		{"server closes", startServer(t, closeAtOnce).addr, "", sdk.ErrReset},
+		{"no reply", startServer(t, silent).addr, "200ms", sdk.ErrTimeout},
+		{"another reply", startServer(t, shout).addr, "", sdk.ErrProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := open(t, p, target(tc.address, tc.timeout))
 			before := time.Now()
-			s, err := do(context.Background(), c, protocols.Call{VU: 1, Request: request("hello")})
+			s, err := do(context.Background(), c, sdk.Call{VU: 1, Request: request("hello")})
 			took := time.Since(before)
 			if err != nil {
 				t.Fatal(err)
@@ -366,7 +366,7 @@ func TestErrors(t *testing.T) {
 			if s.Error != tc.kind || s.Value <= 0 || took > 2*time.Second {
 				t.Fatalf("error %q, latency %v, took %v: want %q, soon", s.Error, s.Value, took, tc.kind)
 			}
-			if tc.kind == protocols.ErrTimeout && s.Value < 200*time.Millisecond {
+			if tc.kind == sdk.ErrTimeout && s.Value < 200*time.Millisecond {
 				t.Fatalf("timed out after %v, before the 200ms timeout", s.Value)
 			}
 		})
@@ -379,12 +379,12 @@ func TestErrors(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		before := time.Now()
-		s, err := do(ctx, c, protocols.Call{VU: 1, Request: request("hello")})
+		s, err := do(ctx, c, sdk.Call{VU: 1, Request: request("hello")})
 		took := time.Since(before)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Error != protocols.ErrInterrupted || took > 500*time.Millisecond {
+		if s.Error != sdk.ErrInterrupted || took > 500*time.Millisecond {
 			t.Fatalf("error %q after %v, want interrupted soon after the cancel at 100ms", s.Error, took)
 		}
 	})

@@ -27,7 +27,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/plugins/sdk"
-	"github.com/hload/hload/protocols"
 )
 
 func main() { sdk.Serve(redis{}) }
@@ -35,13 +34,13 @@ func main() { sdk.Serve(redis{}) }
 type redis struct{}
 
 var (
-	_ protocols.TargetValidator  = redis{}
-	_ protocols.RequestValidator = redis{}
+	_ sdk.TargetValidator  = redis{}
+	_ sdk.RequestValidator = redis{}
 )
 
 // Describe declares the target and request attributes.
-func (redis) Describe() protocols.Info {
-	return protocols.Info{
+func (redis) Describe() sdk.Info {
+	return sdk.Info{
 		Name:    "redis",
 		Version: "0.1.0",
 		TargetSpec: hcldec.ObjectSpec{
@@ -55,12 +54,12 @@ func (redis) Describe() protocols.Info {
 			"value":   &hcldec.AttrSpec{Name: "value", Type: cty.String},
 			"args":    &hcldec.AttrSpec{Name: "args", Type: cty.List(cty.String)},
 		},
-		TargetDocs: map[string]protocols.AttrDoc{
+		TargetDocs: map[string]sdk.AttrDoc{
 			"address": {Description: "The Redis server, as host:port."},
 			"timeout": {Description: "How long a call may take, dial included: a duration or a number of seconds.", Default: cty.StringVal("5s")},
 			"pool":    {Description: "The most idle connections the target keeps, 1 to 10000.", Default: cty.NumberIntVal(16)},
 		},
-		RequestDocs: map[string]protocols.AttrDoc{
+		RequestDocs: map[string]sdk.AttrDoc{
 			"command": {Description: "One Redis command, such as GET, SET, INCR, DEL, or any other with args."},
 			"key":     {Description: "The key of GET, SET, INCR and DEL."},
 			"value":   {Description: "The value of SET."},
@@ -69,7 +68,7 @@ func (redis) Describe() protocols.Info {
 	}
 }
 
-func (redis) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+func (redis) Open(ctx context.Context, target cty.Value) (sdk.Client, error) {
 	return parseTarget(target)
 }
 
@@ -171,25 +170,25 @@ type conn struct {
 // (-WRONGTYPE ...) is the error kind redis_ followed by its first word in
 // lower case (redis_wrongtype, redis_err): a custom kind, so the summary
 // tells a type mistake from a network one.
-func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+func (c *client) Do(ctx context.Context, call sdk.Call, emit func(sdk.Sample)) {
 	words, err := parseCommand(call.Request)
 	if err != nil {
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol, Message: err.Error()})
+		emit(sdk.Sample{Metric: sdk.MetricRequest, Time: time.Now(), Error: sdk.ErrProtocol, Message: err.Error()})
 		return
 	}
 	start := time.Now()
 	reply, sent, received, err := c.roundTrip(ctx, words)
 	end := time.Now()
-	s := protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start), BytesSent: int64(sent), BytesReceived: int64(received)}
+	s := sdk.Sample{Metric: sdk.MetricRequest, Time: end, Value: end.Sub(start), BytesSent: int64(sent), BytesReceived: int64(received)}
 	var rerr redisError
 	switch {
 	case errors.As(err, &rerr):
-		s.Error = protocols.ErrorKind("redis_" + strings.ToLower(rerr.kind()))
+		s.Error = sdk.ErrorKind("redis_" + strings.ToLower(rerr.kind()))
 		s.Message = string(rerr)
 	case err != nil && ctx.Err() != nil:
-		s.Error = protocols.ErrInterrupted
+		s.Error = sdk.ErrInterrupted
 	case err != nil:
-		s.Error = protocols.NetErrorKind(err)
+		s.Error = sdk.NetErrorKind(err)
 		s.Message = err.Error()
 	}
 	if call.KeepBody {

@@ -216,6 +216,8 @@ func (u *unpacker) unpack(b []byte, ty cty.Type) (cty.Value, error) {
 	return v, err
 }
 
+// value reads one value of type ty from the start of b, and returns it
+// with the rest of b. A value it cannot read as ty is errNotPackable.
 func (u *unpacker) value(b []byte, ty cty.Type) (cty.Value, []byte, error) {
 	if len(b) == 0 {
 		return cty.NilVal, b, errNotPackable
@@ -240,86 +242,102 @@ func (u *unpacker) value(b []byte, ty cty.Type) (cty.Value, []byte, error) {
 	case ty == cty.Number:
 		return u.number(b)
 	case ty.IsListType(), ty.IsSetType():
-		n, rest, ok := unpackHeader(b, 0x90, 0xdc, 0xdd)
-		if !ok {
-			break
-		}
-		ety := ty.ElementType()
-		if n == 0 {
-			if ty.IsListType() {
-				return cty.ListValEmpty(ety), rest, nil
-			}
-			return cty.SetValEmpty(ety), rest, nil
-		}
-		vals := make([]cty.Value, n)
-		var err error
-		for i := range vals {
-			if vals[i], rest, err = u.value(rest, ety); err != nil {
-				return cty.NilVal, b, err
-			}
-		}
-		if ty.IsListType() {
-			return cty.ListVal(vals), rest, nil
-		}
-		return cty.SetVal(vals), rest, nil
+		return u.collection(b, ty)
 	case ty.IsTupleType():
-		etys := ty.TupleElementTypes()
-		n, rest, ok := unpackHeader(b, 0x90, 0xdc, 0xdd)
-		if !ok || (n != 0 && n != len(etys)) {
-			break
-		}
-		if n == 0 {
-			return cty.EmptyTupleVal, rest, nil
-		}
-		vals := make([]cty.Value, n)
-		var err error
-		for i := range vals {
-			if vals[i], rest, err = u.value(rest, etys[i]); err != nil {
-				return cty.NilVal, b, err
-			}
-		}
-		return cty.TupleVal(vals), rest, nil
+		return u.tuple(b, ty)
 	case ty.IsMapType(), ty.IsObjectType():
-		n, rest, ok := unpackHeader(b, 0x80, 0xde, 0xdf)
-		if !ok {
-			break
-		}
-		if ty.IsMapType() && n == 0 {
-			return cty.MapValEmpty(ty.ElementType()), rest, nil
-		}
-		if ty.IsObjectType() && n == 0 {
-			return cty.EmptyObjectVal, rest, nil
-		}
-		if ty.IsObjectType() && n != len(ty.AttributeTypes()) {
-			break
-		}
-		if ty.IsObjectType() && rawOK {
-			return u.object(b, rest, n, ty)
-		}
-		vals := make(map[string]cty.Value, n)
-		for range n {
-			k, r, ok := unpackString(rest)
-			if !ok {
-				return cty.NilVal, b, errNotPackable
-			}
-			ety := cty.DynamicPseudoType
-			if ty.IsMapType() {
-				ety = ty.ElementType()
-			} else if ety, ok = ty.AttributeTypes()[k]; !ok {
-				return cty.NilVal, b, errNotPackable
-			}
-			v, r, err := u.value(r, ety)
-			if err != nil {
-				return cty.NilVal, b, err
-			}
-			vals[k], rest = v, r
-		}
-		if ty.IsMapType() {
-			return cty.MapVal(vals), rest, nil
-		}
-		return cty.ObjectVal(vals), rest, nil
+		return u.mapping(b, ty)
 	}
 	return cty.NilVal, b, errNotPackable
+}
+
+// collection reads a list or a set of type ty, an array.
+func (u *unpacker) collection(b []byte, ty cty.Type) (cty.Value, []byte, error) {
+	n, rest, ok := unpackHeader(b, 0x90, 0xdc, 0xdd)
+	if !ok {
+		return cty.NilVal, b, errNotPackable
+	}
+	ety := ty.ElementType()
+	if n == 0 {
+		if ty.IsListType() {
+			return cty.ListValEmpty(ety), rest, nil
+		}
+		return cty.SetValEmpty(ety), rest, nil
+	}
+	vals := make([]cty.Value, n)
+	var err error
+	for i := range vals {
+		if vals[i], rest, err = u.value(rest, ety); err != nil {
+			return cty.NilVal, b, err
+		}
+	}
+	if ty.IsListType() {
+		return cty.ListVal(vals), rest, nil
+	}
+	return cty.SetVal(vals), rest, nil
+}
+
+// tuple reads a tuple of type ty, an array of as many elements.
+func (u *unpacker) tuple(b []byte, ty cty.Type) (cty.Value, []byte, error) {
+	etys := ty.TupleElementTypes()
+	n, rest, ok := unpackHeader(b, 0x90, 0xdc, 0xdd)
+	if !ok || (n != 0 && n != len(etys)) {
+		return cty.NilVal, b, errNotPackable
+	}
+	if n == 0 {
+		return cty.EmptyTupleVal, rest, nil
+	}
+	vals := make([]cty.Value, n)
+	var err error
+	for i := range vals {
+		if vals[i], rest, err = u.value(rest, etys[i]); err != nil {
+			return cty.NilVal, b, err
+		}
+	}
+	return cty.TupleVal(vals), rest, nil
+}
+
+// mapping reads a map or an object of type ty, a msgpack map; an object
+// has every attribute of ty.
+func (u *unpacker) mapping(b []byte, ty cty.Type) (cty.Value, []byte, error) {
+	n, rest, ok := unpackHeader(b, 0x80, 0xde, 0xdf)
+	if !ok {
+		return cty.NilVal, b, errNotPackable
+	}
+	if ty.IsMapType() && n == 0 {
+		return cty.MapValEmpty(ty.ElementType()), rest, nil
+	}
+	if ty.IsObjectType() && n == 0 {
+		return cty.EmptyObjectVal, rest, nil
+	}
+	if ty.IsObjectType() && n != len(ty.AttributeTypes()) {
+		return cty.NilVal, b, errNotPackable
+	}
+	if ty.IsObjectType() && rawOK {
+		return u.object(b, rest, n, ty)
+	}
+	vals := make(map[string]cty.Value, n)
+	for range n {
+		k, r, ok := unpackString(rest)
+		if !ok {
+			return cty.NilVal, b, errNotPackable
+		}
+		ety := cty.DynamicPseudoType
+		if ty.IsMapType() {
+			ety = ty.ElementType()
+		} else if ety, ok = ty.AttributeTypes()[k]; !ok {
+			return cty.NilVal, b, errNotPackable
+		}
+		v, r, err := u.value(r, ety)
+		if err != nil {
+			return cty.NilVal, b, err
+		}
+		vals[k], rest = v, r
+	}
+	if ty.IsMapType() {
+		return cty.MapVal(vals), rest, nil
+	}
+	return cty.ObjectVal(vals), rest, nil
 }
 
 // object reads the n attributes of an object of type ty, after its

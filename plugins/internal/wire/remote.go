@@ -539,41 +539,16 @@ func (c *client) Gauges(report func(name string, value int64)) {
 	}
 }
 
-// Do implements protocols.Client.
+// Do implements protocols.Client. A call goes in four steps: its request
+// is encoded as it travels on this stream, the call is queued for the
+// sender, Do waits for the plugin's samples, emitting a long call's as
+// they come, and then emits the rest.
 func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
 	p := pendingCalls.Get().(*pendingCall)
-	p.prepared, p.byAttr, p.request, p.template = 0, false, nil, 0
-	p.attrs = p.attrs[:0]
-	if t, ok := call.Prepared.(*template); ok {
-		if t.c != c {
-			// Another client's template: the call has no request to send.
-			// The core never mixes them; a bug, reported on the call.
-			pendingCalls.Put(p)
-			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol,
-				Message: "a template of another client of the plugin"})
-			return
-		}
-		if err := c.encodeHoles(t, call.Holes, p); err != nil {
-			pendingCalls.Put(p)
-			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol,
-				Message: "encoding the request's values: " + err.Error()})
-			return
-		}
-	} else if pr, ok := call.Prepared.(*prepared); ok && pr.c == c {
-		p.prepared = pr.handle
-	} else if c.attrs != nil {
-		p.attrs, p.byAttr = c.attrs.encode(call.Request, p.attrs)
-	}
-	if p.prepared == 0 && !p.byAttr && p.template == 0 {
-		req, err := c.encoded.encode(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
-		if err != nil {
-			// The core checked the request against the schema, so this is
-			// a bug, reported on the call rather than the whole run.
-			pendingCalls.Put(p)
-			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol})
-			return
-		}
-		p.request = req
+	if message, ok := c.encodeRequest(&call, p); !ok {
+		pendingCalls.Put(p)
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrProtocol, Message: message})
+		return
 	}
 	p.vu, p.iteration, p.planned = call.VU, call.Iteration, unixNano(call.Planned)
 	p.keepBody, p.keepHeaders = call.KeepBody, call.KeepHeaders
@@ -582,71 +557,18 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	p.outcome = protocols.ErrNone
 	p.finishing = false
 
-	c.mu.Lock()
-	if c.failErr != nil || c.closed {
-		kind := ErrPlugin
-		if c.failErr == nil {
-			kind = protocols.ErrInterrupted
-		}
-		c.mu.Unlock()
+	id, refused := c.enqueue(ctx, p)
+	if refused != protocols.ErrNone {
 		pendingCalls.Put(p)
-		if kind == ErrPlugin {
-			// The run cancels every call once a client has failed, but
-			// not at once: a call that failed at once would be followed
-			// by the VU's next, thousands a second until then. It waits
-			// for the cancel, or cancelGrace where nobody cancels.
-			t := time.NewTimer(c.r.cancelGrace)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+		if refused == ErrPlugin {
+			c.awaitCancel(ctx)
 		}
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: kind})
+		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: refused})
 		return
 	}
-	c.nextID++
-	id := c.nextID
-	p.id = id
-	p.scenario = 0
-	if ending := protocols.Ending(ctx); ending != nil {
-		p.scenario = c.scenarioEnding(ending)
-	}
-	c.pending[id] = p
-	c.queue = append(c.queue, p)
-	c.mu.Unlock()
 	c.signal()
-
-	for running := true; running; {
-		select {
-		case <-p.done:
-			running = false
-		case <-p.more:
-			// A long call's samples, emitted as they come, on Do's
-			// goroutine as the contract wants.
-			c.mu.Lock()
-			got := p.samples
-			p.samples = p.spare[:0]
-			c.mu.Unlock()
-			for i := range got {
-				emit(got[i])
-			}
-			clear(got)
-			p.spare = got[:0]
-		case <-ctx.Done():
-			if !c.cancelCall(p, id) {
-				// The plugin never confirmed; p may still sit in the sender's
-				// queue, so it is left to the garbage collector.
-				emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
-				return
-			}
-			running = false
-		}
-	}
-	// A signal that lost the race with done; p.samples has its samples.
-	select {
-	case <-p.more:
-	default:
+	if !c.await(ctx, p, id, emit) {
+		return
 	}
 	if p.outcome != protocols.ErrNone {
 		// Given up by a failure or Close; p may still be queued.
@@ -660,6 +582,112 @@ func (c *client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	clear(p.samples)
 	p.bodyContains = nil
 	pendingCalls.Put(p)
+}
+
+// encodeRequest puts call's request in p as it travels on this stream:
+// the holes of a template, the handle of a prepared request, the
+// attributes that changed, or else the whole value. When it cannot, it
+// returns false and the message of the call's failure.
+func (c *client) encodeRequest(call *protocols.Call, p *pendingCall) (message string, ok bool) {
+	p.prepared, p.byAttr, p.request, p.template = 0, false, nil, 0
+	p.attrs = p.attrs[:0]
+	if t, ok := call.Prepared.(*template); ok {
+		if t.c != c {
+			// Another client's template: the call has no request to send.
+			// The core never mixes them; a bug, reported on the call.
+			return "a template of another client of the plugin", false
+		}
+		if err := c.encodeHoles(t, call.Holes, p); err != nil {
+			return "encoding the request's values: " + err.Error(), false
+		}
+	} else if pr, ok := call.Prepared.(*prepared); ok && pr.c == c {
+		p.prepared = pr.handle
+	} else if c.attrs != nil {
+		p.attrs, p.byAttr = c.attrs.encode(call.Request, p.attrs)
+	}
+	if p.prepared == 0 && !p.byAttr && p.template == 0 {
+		req, err := c.encoded.encode(nullIfNil(call.Request, c.r.requestType), c.r.requestType)
+		if err != nil {
+			// The core checked the request against the schema, so this is
+			// a bug, reported on the call rather than the whole run.
+			return "", false
+		}
+		p.request = req
+	}
+	return "", true
+}
+
+// enqueue gives p its id and queues it for the sender. A client that
+// failed or closed takes no call: enqueue then returns the kind the call
+// fails as, ErrPlugin or protocols.ErrInterrupted.
+func (c *client) enqueue(ctx context.Context, p *pendingCall) (id uint64, refused protocols.ErrorKind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failErr != nil {
+		return 0, ErrPlugin
+	}
+	if c.closed {
+		return 0, protocols.ErrInterrupted
+	}
+	c.nextID++
+	id = c.nextID
+	p.id = id
+	p.scenario = 0
+	if ending := protocols.Ending(ctx); ending != nil {
+		p.scenario = c.scenarioEnding(ending)
+	}
+	c.pending[id] = p
+	c.queue = append(c.queue, p)
+	return id, protocols.ErrNone
+}
+
+// awaitCancel holds a call refused by a failed client until the run
+// cancels it, or cancelGrace where nobody cancels. The run cancels every
+// call once a client has failed, but not at once: a call that failed at
+// once would be followed by the VU's next, thousands a second until then.
+func (c *client) awaitCancel(ctx context.Context) {
+	t := time.NewTimer(c.r.cancelGrace)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+}
+
+// await waits for the end of p, call id, emitting a long call's samples as
+// the receiver hands them over, on Do's goroutine as the contract wants.
+// When ctx is done it cancels the call; a call the plugin never confirmed
+// cancelled is emitted as interrupted, and await returns false: p may
+// still sit in the sender's queue, so it is left to the garbage collector.
+func (c *client) await(ctx context.Context, p *pendingCall, id uint64, emit func(protocols.Sample)) bool {
+	for running := true; running; {
+		select {
+		case <-p.done:
+			running = false
+		case <-p.more:
+			c.mu.Lock()
+			got := p.samples
+			p.samples = p.spare[:0]
+			c.mu.Unlock()
+			for i := range got {
+				emit(got[i])
+			}
+			clear(got)
+			p.spare = got[:0]
+		case <-ctx.Done():
+			if !c.cancelCall(p, id) {
+				emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Error: protocols.ErrInterrupted})
+				return false
+			}
+			running = false
+		}
+	}
+	// A signal that lost the race with done; p.samples has its samples.
+	select {
+	case <-p.more:
+	default:
+	}
+	return true
 }
 
 // scenarioEnding returns the number of a scenario's ending channel on this
@@ -1059,57 +1087,49 @@ func (w *callColumns) set(strs []string) uint32 {
 	return n
 }
 
+// add adds a call to the batch: its columns, and its request as it
+// travels.
 func (w *callColumns) add(p *pendingCall) {
 	b := &w.batch
+	before := len(b.CallId) // the calls before this one
 	b.CallId = append(b.CallId, p.id)
 	b.Vu = append(b.Vu, p.vu)
 	b.Iteration = append(b.Iteration, p.iteration)
 	b.PlannedUnixNano = append(b.PlannedUnixNano, p.planned)
 	b.KeepBody = append(b.KeepBody, p.keepBody)
-	if len(b.KeepHeaders) > 0 {
-		b.KeepHeaders = append(b.KeepHeaders, p.keepHeaders)
-	} else if p.keepHeaders {
-		// The first call of the batch that asks: the column starts, with
-		// a false for each call before it.
-		for range len(b.CallId) - 1 {
-			b.KeepHeaders = append(b.KeepHeaders, false)
-		}
-		b.KeepHeaders = append(b.KeepHeaders, true)
-	}
 	b.Ending = append(b.Ending, p.scenario)
-	// The two columns of version 3 start, as keep_headers does, at the
-	// first call that needs them.
-	before := len(b.CallId) - 1 // the calls before this one
-	if p.maxBody != 0 || len(b.MaxBody) > 0 {
-		for len(b.MaxBody) < before {
-			b.MaxBody = append(b.MaxBody, 0)
-		}
-		b.MaxBody = append(b.MaxBody, p.maxBody)
+	// The columns added after version 2 start at the first call that
+	// needs them, so a batch whose calls need none carries none.
+	b.KeepHeaders = sparse(b.KeepHeaders, before, p.keepHeaders)
+	b.MaxBody = sparse(b.MaxBody, before, p.maxBody)
+	b.BodyContainsSet = sparse(b.BodyContainsSet, before, w.set(p.bodyContains))
+	b.Prepared = sparse(b.Prepared, before, p.prepared)
+	b.ByAttribute = sparse(b.ByAttribute, before, p.byAttr)
+	b.Template = sparse(b.Template, before, p.template)
+	w.addRequest(p)
+}
+
+// sparse appends v, the value of the call after the first before, to a
+// column that starts at the first call of the batch whose value is not
+// the zero value: the calls before that one get zeros then, and a column
+// that no call needs stays empty.
+func sparse[T comparable](column []T, before int, v T) []T {
+	var zero T
+	if v == zero && len(column) == 0 {
+		return column
 	}
-	if len(p.bodyContains) > 0 || len(b.BodyContainsSet) > 0 {
-		for len(b.BodyContainsSet) < before {
-			b.BodyContainsSet = append(b.BodyContainsSet, 0)
-		}
-		b.BodyContainsSet = append(b.BodyContainsSet, w.set(p.bodyContains))
+	for len(column) < before {
+		column = append(column, zero)
 	}
-	if p.prepared != 0 || len(b.Prepared) > 0 {
-		for len(b.Prepared) < before {
-			b.Prepared = append(b.Prepared, 0)
-		}
-		b.Prepared = append(b.Prepared, p.prepared)
-	}
-	if p.byAttr || len(b.ByAttribute) > 0 {
-		for len(b.ByAttribute) < before {
-			b.ByAttribute = append(b.ByAttribute, false)
-		}
-		b.ByAttribute = append(b.ByAttribute, p.byAttr)
-	}
-	if p.template != 0 || len(b.Template) > 0 {
-		for len(b.Template) < before {
-			b.Template = append(b.Template, 0)
-		}
-		b.Template = append(b.Template, p.template)
-	}
+	return append(column, v)
+}
+
+// addRequest adds a call's request as it travels: the holes' values of a
+// template, nothing for a prepared request, the attributes' values, or the
+// whole value. A value already in the batch (the same encoding, as the
+// encoders keep it) is sent once.
+func (w *callColumns) addRequest(p *pendingCall) {
+	b := &w.batch
 	switch {
 	case p.template != 0:
 		b.Request = append(b.Request, 0)
@@ -1174,81 +1194,99 @@ func (c *client) receive() {
 			c.fail("sent a malformed sample batch: "+err.Error(), err)
 			return
 		}
-		c.mu.Lock()
-		for _, id := range b.Done {
-			if p := c.pending[id]; p != nil {
-				p.finishing = true
-			}
-		}
-		touched := c.touched[:0]
-		body := 0    // the next of b.BodySample
-		message := 0 // the next of b.MessageSample
-		var headers headerReader
-		var found foundReader
-		for i, id := range b.CallId {
-			p := c.pending[id]
-			if p == nil {
-				continue // given up after a cancel
-			}
-			if !p.finishing && !p.touched {
-				p.touched = true
-				touched = append(touched, p)
-			}
-			sample := protocols.Sample{
-				Metric:        b.Names[b.Metric[i]],
-				Value:         time.Duration(b.ValueNanos[i]),
-				Status:        int(b.Status[i]),
-				BytesSent:     b.BytesSent[i],
-				BytesReceived: b.BytesReceived[i],
-			}
-			if t := b.TimeUnixNano[i]; t != 0 {
-				sample.Time = time.Unix(0, t)
-			}
-			if e := b.Error[i]; e != 0 {
-				sample.Error = protocols.ErrorKind(b.Names[e-1])
-			}
-			for body < len(b.BodySample) && int(b.BodySample[body]) < i {
-				body++
-			}
-			if body < len(b.BodySample) && int(b.BodySample[body]) == i {
-				sample.Body = b.Bodies[body]
-				if len(b.BodySize) > 0 {
-					sample.BodySize = b.BodySize[body]
-				}
-			}
-			if len(b.FoundSample) > 0 {
-				sample.BodyFound = found.next(b, i)
-			}
-			if b.Headers != nil {
-				sample.Headers = headers.next(b.Headers, i)
-			}
-			for message < len(b.MessageSample) && int(b.MessageSample[message]) < i {
-				message++
-			}
-			if message < len(b.MessageSample) && int(b.MessageSample[message]) == i && sample.Error != protocols.ErrNone {
-				sample.Message = b.Messages[message]
-			}
-			p.samples = append(p.samples, sample)
-		}
-		// Before the calls that end are completed: once done is sent, the
-		// Do may hand its pendingCall back to the pool.
-		for _, p := range touched {
-			p.touched = false
-			select {
-			case p.more <- struct{}{}:
-			default:
-			}
-		}
-		clear(touched)
-		c.touched = touched[:0]
-		for _, id := range b.Done {
-			if p := c.pending[id]; p != nil {
-				delete(c.pending, id)
-				p.done <- struct{}{}
-			}
-		}
-		c.mu.Unlock()
+		c.deliver(b)
 	}
+}
+
+// deliver hands a checked batch's samples to their calls, wakes the Do of
+// each call that goes on, and completes the calls that end.
+func (c *client) deliver(b *proto.SampleBatch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range b.Done {
+		if p := c.pending[id]; p != nil {
+			p.finishing = true
+		}
+	}
+	touched := c.touched[:0]
+	var r sampleReader
+	for i, id := range b.CallId {
+		p := c.pending[id]
+		if p == nil {
+			continue // given up after a cancel
+		}
+		if !p.finishing && !p.touched {
+			p.touched = true
+			touched = append(touched, p)
+		}
+		p.samples = append(p.samples, r.read(b, i))
+	}
+	// Before the calls that end are completed: once done is sent, the
+	// Do may hand its pendingCall back to the pool.
+	for _, p := range touched {
+		p.touched = false
+		select {
+		case p.more <- struct{}{}:
+		default:
+		}
+	}
+	clear(touched)
+	c.touched = touched[:0]
+	for _, id := range b.Done {
+		if p := c.pending[id]; p != nil {
+			delete(c.pending, id)
+			p.done <- struct{}{}
+		}
+	}
+}
+
+// sampleReader reads a checked SampleBatch's samples in order: the
+// columns every sample has, and the sparse ones (bodies, messages,
+// headers, found flags) that name the samples they belong to.
+type sampleReader struct {
+	body    int // the next of b.BodySample
+	message int // the next of b.MessageSample
+	headers headerReader
+	found   foundReader
+}
+
+// read returns sample i of b. The calls come in order of i.
+func (r *sampleReader) read(b *proto.SampleBatch, i int) protocols.Sample {
+	sample := protocols.Sample{
+		Metric:        b.Names[b.Metric[i]],
+		Value:         time.Duration(b.ValueNanos[i]),
+		Status:        int(b.Status[i]),
+		BytesSent:     b.BytesSent[i],
+		BytesReceived: b.BytesReceived[i],
+	}
+	if t := b.TimeUnixNano[i]; t != 0 {
+		sample.Time = time.Unix(0, t)
+	}
+	if e := b.Error[i]; e != 0 {
+		sample.Error = protocols.ErrorKind(b.Names[e-1])
+	}
+	for r.body < len(b.BodySample) && int(b.BodySample[r.body]) < i {
+		r.body++
+	}
+	if r.body < len(b.BodySample) && int(b.BodySample[r.body]) == i {
+		sample.Body = b.Bodies[r.body]
+		if len(b.BodySize) > 0 {
+			sample.BodySize = b.BodySize[r.body]
+		}
+	}
+	if len(b.FoundSample) > 0 {
+		sample.BodyFound = r.found.next(b, i)
+	}
+	if b.Headers != nil {
+		sample.Headers = r.headers.next(b.Headers, i)
+	}
+	for r.message < len(b.MessageSample) && int(b.MessageSample[r.message]) < i {
+		r.message++
+	}
+	if r.message < len(b.MessageSample) && int(b.MessageSample[r.message]) == i && sample.Error != protocols.ErrNone {
+		sample.Message = b.Messages[r.message]
+	}
+	return sample
 }
 
 // foundReader walks a checked SampleBatch's found flags in sample order.

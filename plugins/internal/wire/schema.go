@@ -15,11 +15,6 @@ import (
 	"github.com/hload/hload/protocols"
 )
 
-// SchemaToProto encodes a schema of attributes for the wire.
-func SchemaToProto(spec hcldec.ObjectSpec) ([]*proto.Attribute, error) {
-	return schemaToProto(spec, nil)
-}
-
 // schemaToProto encodes a schema with its attributes' descriptions and
 // defaults. A default is checked against its attribute's type here, when
 // the plugin describes itself, so that a bad one stops the plugin at

@@ -34,7 +34,7 @@ func TestSchemaRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			attrs, err := SchemaToProto(tt.spec)
+			attrs, err := schemaToProto(tt.spec, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestSchemaToProtoRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := SchemaToProto(tt.spec); err == nil {
+			if _, err := schemaToProto(tt.spec, nil); err == nil {
 				t.Error("no error")
 			}
 		})

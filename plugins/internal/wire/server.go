@@ -450,55 +450,80 @@ func (r *run) handle(b *proto.CallBatch) {
 			r.fail(id, "malformed call batch: "+err.Error())
 		}
 	} else {
-		r.attrs.addTypes(b.Types)
-		attr := 0 // the first attribute entry of the next call by attribute
-		var holes holeReader
-		sets := bodyContainsSets(b)
-		for i, id := range b.CallId {
-			call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
-			// Empty when no call of the batch asks, or from a host built
-			// before the column.
-			call.KeepHeaders = len(b.KeepHeaders) > 0 && b.KeepHeaders[i]
-			if len(b.MaxBody) > 0 {
-				call.MaxBody = b.MaxBody[i]
-			}
-			if len(b.BodyContainsSet) > 0 && b.BodyContainsSet[i] != 0 {
-				call.BodyContains = sets[b.BodyContainsSet[i]-1]
-			}
-			if t := b.PlannedUnixNano[i]; t != 0 {
-				call.Planned = time.Unix(0, t)
-			}
-			var err error
-			switch {
-			case len(b.Template) > 0 && b.Template[i] != 0:
-				err = r.templated(b, b.Template[i], &holes, &call)
-			case len(b.Prepared) > 0 && b.Prepared[i] != 0:
-				err = r.preparedRequest(b.Prepared[i], &call)
-			case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
-				n := len(r.attrs.schema.names)
-				call.Request, err = r.attrs.decode(b.AttrValues, b.AttrValue[attr:attr+n], b.AttrType[attr:attr+n])
-				call.Request = r.s.requestDefaults.apply(call.Request)
-				attr += n
-			default:
-				// Decoded here rather than on the call's goroutine: the
-				// decoder recurses deeply, which would grow every fresh
-				// goroutine's stack, and the cache needs no lock on the
-				// one receiving goroutine.
-				call.Request, err = r.decodeRequest(b.Requests[b.Request[i]])
-			}
-			if err != nil {
-				r.fail(id, fmt.Sprintf("decoding the request: %v", err))
-				continue
-			}
-			r.start(id, call, b.Ending[i])
-		}
+		r.startCalls(b)
 	}
 	// After the calls: an ending may close in the batch that sends its
 	// first call.
 	for _, n := range b.Ended {
 		r.scenarioEnding(n).close()
 	}
-	for _, id := range b.Cancel {
+	r.cancelCalls(b.Cancel)
+}
+
+// startCalls starts each call of a checked batch, with its request
+// decoded as it travelled; a call whose request cannot be decoded fails.
+func (r *run) startCalls(b *proto.CallBatch) {
+	r.attrs.addTypes(b.Types)
+	attr := 0 // the first attribute entry of the next call by attribute
+	var holes holeReader
+	sets := bodyContainsSets(b)
+	for i, id := range b.CallId {
+		call := batchCall(b, i, sets)
+		if err := r.decodeCallRequest(b, i, &attr, &holes, &call); err != nil {
+			r.fail(id, fmt.Sprintf("decoding the request: %v", err))
+			continue
+		}
+		r.start(id, call, b.Ending[i])
+	}
+}
+
+// batchCall returns call i of b, without its request. sets are the
+// batch's body_contains sets.
+func batchCall(b *proto.CallBatch, i int, sets [][]string) protocols.Call {
+	call := protocols.Call{VU: b.Vu[i], Iteration: b.Iteration[i], KeepBody: b.KeepBody[i]}
+	// Empty when no call of the batch asks, or from a host built
+	// before the column.
+	call.KeepHeaders = len(b.KeepHeaders) > 0 && b.KeepHeaders[i]
+	if len(b.MaxBody) > 0 {
+		call.MaxBody = b.MaxBody[i]
+	}
+	if len(b.BodyContainsSet) > 0 && b.BodyContainsSet[i] != 0 {
+		call.BodyContains = sets[b.BodyContainsSet[i]-1]
+	}
+	if t := b.PlannedUnixNano[i]; t != 0 {
+		call.Planned = time.Unix(0, t)
+	}
+	return call
+}
+
+// decodeCallRequest sets the request of call i of b as it travelled: a
+// template's holes, a prepared request, the attributes from attr on, or
+// the whole value.
+func (r *run) decodeCallRequest(b *proto.CallBatch, i int, attr *int, holes *holeReader, call *protocols.Call) error {
+	var err error
+	switch {
+	case len(b.Template) > 0 && b.Template[i] != 0:
+		err = r.templated(b, b.Template[i], holes, call)
+	case len(b.Prepared) > 0 && b.Prepared[i] != 0:
+		err = r.preparedRequest(b.Prepared[i], call)
+	case len(b.ByAttribute) > 0 && b.ByAttribute[i]:
+		n := len(r.attrs.schema.names)
+		call.Request, err = r.attrs.decode(b.AttrValues, b.AttrValue[*attr:*attr+n], b.AttrType[*attr:*attr+n])
+		call.Request = r.s.requestDefaults.apply(call.Request)
+		*attr += n
+	default:
+		// Decoded here rather than on the call's goroutine: the decoder
+		// recurses deeply, which would grow every fresh goroutine's
+		// stack, and the cache needs no lock on the one receiving
+		// goroutine.
+		call.Request, err = r.decodeRequest(b.Requests[b.Request[i]])
+	}
+	return err
+}
+
+// cancelCalls cancels the calls the host gave up.
+func (r *run) cancelCalls(ids []uint64) {
+	for _, id := range ids {
 		// The cancel func is read under the lock: once unlocked, the call
 		// may finish and its state go back to the pool.
 		var cancel context.CancelFunc
@@ -908,18 +933,12 @@ func (r *run) signal() {
 // timer, and what accumulates during a Send goes in the next batch.
 func (r *run) send() {
 	defer close(r.senderQ)
-	var (
-		w       sampleColumns
-		samples []wireSample
-		done    []uint64
-		follows []string
-	)
-	gauger, _ := r.client.(protocols.Gauger)
+	var o outbox
+	o.gauger, _ = r.client.(protocols.Gauger)
 	quiet := r.s.heartbeat // how long the sender may stay silent
-	if gauger != nil {
+	if o.gauger != nil {
 		quiet = min(quiet, gaugeEvery)
 	}
-	var gaugesSent time.Time
 	idle := time.NewTimer(quiet)
 	defer idle.Stop()
 	sweep := time.NewTicker(sweepEvery)
@@ -940,59 +959,91 @@ func (r *run) send() {
 			defer r.mu.Unlock()
 			return len(r.done)
 		})
-		r.mu.Lock()
-		// Swap buffers, so emitters append to the spare ones during Send.
-		samples, r.samples = r.samples, samples[:0]
-		done, r.done = r.done, done[:0]
-		follows, r.follows = r.follows, follows[:0]
-		r.mu.Unlock()
-		if len(samples) == 0 && len(done) == 0 && len(follows) == 0 && !heartbeat {
+		if !r.take(&o) && !heartbeat {
 			continue
 		}
-		for r.s.stall.Load() {
-			select {
-			case <-r.ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
+		if !r.awaitStall() {
+			return
 		}
-		// What piled up while the sender could not send (many streams'
-		// events, a slow host) may exceed what gRPC accepts in one
-		// message, so it goes in batches of at most maxBatchBytes. The
-		// done calls go in the last: a call's samples must reach the host
-		// before its end.
-		b := &w.batch
-		for next := 0; ; {
-			w.reset()
-			size := 0
-			for next < len(samples) && size < maxBatchBytes {
-				size += sampleBytes + len(samples[next].Body) + len(samples[next].Message) + headerBytes(samples[next].headers)
-				w.add(&samples[next])
-				next++
-			}
-			last := next == len(samples)
-			b.Done, b.Follow, b.Gauges, b.Heartbeat = nil, nil, b.Gauges[:0], false
-			if last {
-				b.Done, b.Follow = done, follows
-				b.Heartbeat = len(samples) == 0 && len(done) == 0 && len(follows) == 0
-				if now := time.Now(); gauger != nil && now.Sub(gaugesSent) >= gaugeEvery {
-					gaugesSent = now
-					gauger.Gauges(func(name string, v int64) {
-						b.Gauges = append(b.Gauges, &proto.Gauge{Name: name, Value: v})
-					})
-				}
-			}
-			if err := r.stream.Send(b); err != nil {
-				clear(samples)
-				return // the stream is gone; Run's Recv sees it too
-			}
-			if last {
-				break
-			}
+		if err := r.sendOut(&o); err != nil {
+			return // the stream is gone; Run's Recv sees it too
 		}
-		clear(samples) // Send has marshalled them: drop the bodies
 		// Since Go 1.23, Reset also discards a fire that nobody received.
 		idle.Reset(quiet)
+	}
+}
+
+// outbox is the sender's: what it takes from the emitters to send, in
+// buffers it swaps with theirs, and the columns it sends them in.
+type outbox struct {
+	w          sampleColumns
+	samples    []wireSample
+	done       []uint64
+	follows    []string
+	gauger     protocols.Gauger // the client's, or nil
+	gaugesSent time.Time
+}
+
+// take swaps o's buffers with the emitters', so that they append to the
+// spare ones during Send, and says whether there is anything to send.
+func (r *run) take(o *outbox) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o.samples, r.samples = r.samples, o.samples[:0]
+	o.done, r.done = r.done, o.done[:0]
+	o.follows, r.follows = r.follows, o.follows[:0]
+	return len(o.samples) > 0 || len(o.done) > 0 || len(o.follows) > 0
+}
+
+// awaitStall waits while a test holds the sender stalled; false when the
+// run ended meanwhile.
+func (r *run) awaitStall() bool {
+	for r.s.stall.Load() {
+		select {
+		case <-r.ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// sendOut sends what o took, with the client's gauges when they are due.
+// What piled up while the sender could not send (many streams' events, a
+// slow host) may exceed what gRPC accepts in one message, so it goes in
+// batches of at most maxBatchBytes. The done calls go in the last: a
+// call's samples must reach the host before its end.
+func (r *run) sendOut(o *outbox) error {
+	// Send has marshalled them, or failed: drop the bodies.
+	defer clear(o.samples)
+	b := &o.w.batch
+	for next := 0; ; {
+		o.w.reset()
+		size := 0
+		for next < len(o.samples) && size < maxBatchBytes {
+			s := &o.samples[next]
+			size += sampleBytes + len(s.Body) + len(s.Message) + headerBytes(s.headers)
+			o.w.add(s)
+			next++
+		}
+		last := next == len(o.samples)
+		b.Done, b.Follow, b.Gauges, b.Heartbeat = nil, nil, b.Gauges[:0], false
+		if last {
+			b.Done, b.Follow = o.done, o.follows
+			b.Heartbeat = len(o.samples) == 0 && len(o.done) == 0 && len(o.follows) == 0
+			if now := time.Now(); o.gauger != nil && now.Sub(o.gaugesSent) >= gaugeEvery {
+				o.gaugesSent = now
+				o.gauger.Gauges(func(name string, v int64) {
+					b.Gauges = append(b.Gauges, &proto.Gauge{Name: name, Value: v})
+				})
+			}
+		}
+		if err := r.stream.Send(b); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
 	}
 }
 

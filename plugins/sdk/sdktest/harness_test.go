@@ -3,32 +3,35 @@ package sdktest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/plugins/sdk"
 )
 
 // upper answers each call with its request's word as the body and the
 // call's VU as the status; it refuses the target "bad" at validation.
 type upper struct{}
 
-func (upper) Describe() protocols.Info {
-	return protocols.Info{
+func (upper) Describe() sdk.Info {
+	return sdk.Info{
 		Name: "upper", Version: "1.0.0",
 		TargetSpec:  hcldec.ObjectSpec{"address": &hcldec.AttrSpec{Name: "address", Type: cty.String, Required: true}},
 		RequestSpec: hcldec.ObjectSpec{"word": &hcldec.AttrSpec{Name: "word", Type: cty.String}},
-		TargetDocs:  map[string]protocols.AttrDoc{"address": {Description: "Where."}},
+		TargetDocs:  map[string]sdk.AttrDoc{"address": {Description: "Where."}},
 	}
 }
 
-func (upper) Open(context.Context, cty.Value) (protocols.Client, error) { return upperClient{}, nil }
+func (upper) Open(context.Context, cty.Value) (sdk.Client, error) { return upperClient{}, nil }
 
 func (upper) ValidateTarget(target cty.Value) (string, error) {
-	if a, _ := protocols.StringAttr(target, "address"); a == "bad" {
+	if a, _ := sdk.StringAttr(target, "address"); a == "bad" {
 		return "address", errors.New(`address "bad" is not an address`)
 	}
 	return "", nil
@@ -36,9 +39,9 @@ func (upper) ValidateTarget(target cty.Value) (string, error) {
 
 type upperClient struct{}
 
-func (upperClient) Do(_ context.Context, call protocols.Call, emit func(protocols.Sample)) {
-	word, _ := protocols.StringAttr(call.Request, "word")
-	emit(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: time.Millisecond, Status: int(call.VU), Body: []byte(word)})
+func (upperClient) Do(_ context.Context, call sdk.Call, emit func(sdk.Sample)) {
+	word, _ := sdk.StringAttr(call.Request, "word")
+	emit(sdk.Sample{Metric: sdk.MetricRequest, Time: time.Now(), Value: time.Millisecond, Status: int(call.VU), Body: []byte(word)})
 }
 
 func (upperClient) Close() error { return nil }
@@ -68,9 +71,9 @@ func TestHarness(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []protocols.Sample
-	c.Do(context.Background(), protocols.Call{VU: 7, KeepBody: true, Request: cty.ObjectVal(map[string]cty.Value{"word": cty.StringVal("hi")})},
-		func(s protocols.Sample) { got = append(got, s) })
+	var got []sdk.Sample
+	c.Do(context.Background(), sdk.Call{VU: 7, KeepBody: true, Request: cty.ObjectVal(map[string]cty.Value{"word": cty.StringVal("hi")})},
+		func(s sdk.Sample) { got = append(got, s) })
 	if len(got) != 1 || got[0].Status != 7 || string(got[0].Body) != "hi" || got[0].Value != time.Millisecond {
 		t.Errorf("samples %+v, want one of status 7, body hi, 1ms", got)
 	}
@@ -79,5 +82,70 @@ func TestHarness(t *testing.T) {
 	}
 	if err := h.Close(); err != nil {
 		t.Errorf("a second Close = %v", err)
+	}
+}
+
+// subscriber watches the key "k" in its calls' ledger from its first call
+// on, and reports as each call's status what Watch.Received says of the
+// call's id.
+type subscriber struct {
+	mu    sync.Mutex
+	watch *sdk.Watch
+}
+
+func (*subscriber) Describe() sdk.Info {
+	return sdk.Info{Name: "subscriber", Version: "1", TargetSpec: hcldec.ObjectSpec{},
+		RequestSpec: hcldec.ObjectSpec{"id": &hcldec.AttrSpec{Name: "id", Type: cty.String}}}
+}
+
+func (s *subscriber) Open(context.Context, cty.Value) (sdk.Client, error) { return s, nil }
+func (s *subscriber) Close() error                                        { return nil }
+func (s *subscriber) Do(ctx context.Context, call sdk.Call, emit func(sdk.Sample)) {
+	s.mu.Lock()
+	if s.watch == nil {
+		s.watch = sdk.LedgerFrom(ctx).Watch("k")
+	}
+	w := s.watch
+	s.mu.Unlock()
+	id, _ := sdk.StringAttr(call.Request, "id")
+	emit(sdk.Sample{Metric: sdk.MetricRequest, Time: time.Now(), Status: int(w.Received([]byte(id)))})
+}
+
+// TestWithLedgerReachesThePlugin: the sends recorded in a ledger given to
+// Open with WithLedger reach the plugin's watches, as a run's do, and are
+// received as expected (ReceiptFirst); without it, none ever is.
+func TestWithLedgerReachesThePlugin(t *testing.T) {
+	for _, given := range []bool{true, false} {
+		t.Run(fmt.Sprintf("given=%v", given), func(t *testing.T) {
+			h, err := NewHarness(&subscriber{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			host, ctx := NewLedger(), context.Background()
+			if given {
+				ctx = WithLedger(ctx, host)
+			}
+			c, err := h.Open(ctx, cty.EmptyObjectVal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			first := false
+			// The first watch of a key reaches hload up to a round trip
+			// later: send until a send is expected, for at most 2 s.
+			for i := 0; i < 200 && !first; i++ {
+				id := strconv.Itoa(i)
+				host.Begin("k", id).Done(true)
+				req := cty.ObjectVal(map[string]cty.Value{"id": cty.StringVal(id)})
+				c.Do(context.Background(), sdk.Call{VU: 1, Request: req}, func(s sdk.Sample) {
+					first = first || sdk.Receipt(s.Status) == sdk.ReceiptFirst
+				})
+				time.Sleep(10 * time.Millisecond)
+			}
+			if first != given {
+				t.Errorf("a send was received as expected: %v, want %v", first, given)
+			}
+		})
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/hload/hload/protocols"
+	"github.com/hload/hload/plugins/sdk"
 )
 
 // Name is the protocol's name, as hload shows it in `hload plugin list`.
@@ -50,18 +50,18 @@ const MaxLine = 64 << 10
 
 // Protocol is the lines protocol. Call New.
 type Protocol struct {
-	info protocols.Info
+	info sdk.Info
 }
 
 var (
-	_ protocols.Protocol         = (*Protocol)(nil)
-	_ protocols.TargetValidator  = (*Protocol)(nil)
-	_ protocols.RequestValidator = (*Protocol)(nil)
+	_ sdk.Protocol         = (*Protocol)(nil)
+	_ sdk.TargetValidator  = (*Protocol)(nil)
+	_ sdk.RequestValidator = (*Protocol)(nil)
 )
 
 // New returns the lines protocol.
 func New() *Protocol {
-	return &Protocol{info: protocols.Info{
+	return &Protocol{info: sdk.Info{
 		Name:    Name,
 		Version: Version,
 		TargetSpec: hcldec.ObjectSpec{
@@ -72,27 +72,27 @@ func New() *Protocol {
 			"line":   &hcldec.AttrSpec{Name: "line", Type: cty.String, Required: true},
 			"expect": &hcldec.AttrSpec{Name: "expect", Type: cty.String},
 		},
-		TargetDocs: map[string]protocols.AttrDoc{
+		TargetDocs: map[string]sdk.AttrDoc{
 			"address": {Description: "The server, as host:port."},
 			"timeout": {Description: "How long a call may take, dial included: a duration or a number of seconds; 5s when left out."},
 		},
-		RequestDocs: map[string]protocols.AttrDoc{
+		RequestDocs: map[string]sdk.AttrDoc{
 			"line":   {Description: "The line a call sends, without its newline."},
 			"expect": {Description: "The reply line a call expects: status 200 when it matches, 500 when not."},
 		},
 		// Besides the request: a VU's first call, and its first after a
 		// failure, dials and times the connection.
-		Metrics: []string{protocols.MetricConnect},
+		Metrics: []string{sdk.MetricConnect},
 	}}
 }
 
 // Describe returns the protocol's name, version and schemas.
-func (p *Protocol) Describe() protocols.Info { return p.info }
+func (p *Protocol) Describe() sdk.Info { return p.info }
 
 // Open checks a target and returns its client. No connection is made until
 // a VU's first call, so that an unreachable server shows up as errors in
 // the results rather than as a run that never starts.
-func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client, error) {
+func (p *Protocol) Open(ctx context.Context, target cty.Value) (sdk.Client, error) {
 	address, timeout, err := parseTarget(target)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (p *Protocol) Open(ctx context.Context, target cty.Value) (protocols.Client
 // dials nothing: the server need not be up.
 func (p *Protocol) ValidateTarget(target cty.Value) (string, error) {
 	_, _, err := parseTarget(target)
-	return protocols.AttrName(err), err
+	return sdk.AttrName(err), err
 }
 
 // ValidateRequest checks a request with the decoder Do uses. A value that
@@ -115,23 +115,23 @@ func (p *Protocol) ValidateRequest(request cty.Value) (string, error) {
 		return "", nil
 	}
 	_, _, _, err := parseRequest(request)
-	return protocols.AttrName(err), err
+	return sdk.AttrName(err), err
 }
 
 // parseTarget decodes a target: its address and its timeout. Its errors
-// are *protocols.AttrError values, which name the attribute at fault.
+// are *sdk.AttrError values, which name the attribute at fault.
 func parseTarget(target cty.Value) (address string, timeout time.Duration, err error) {
-	address, err = protocols.StringAttr(target, "address")
+	address, err = sdk.StringAttr(target, "address")
 	if err != nil {
 		return "", 0, err
 	}
 	if address == "" {
-		return "", 0, protocols.AttrErrorf("address", "is required")
+		return "", 0, sdk.AttrErrorf("address", "is required")
 	}
 	if host, port, err := net.SplitHostPort(address); err != nil || host == "" || port == "" {
-		return "", 0, protocols.AttrErrorf("address", "%q must be host:port, such as \"127.0.0.1:6379\"", address)
+		return "", 0, sdk.AttrErrorf("address", "%q must be host:port, such as \"127.0.0.1:6379\"", address)
 	}
-	timeout, err = protocols.DurationAttr(target, "timeout", DefaultTimeout)
+	timeout, err = sdk.DurationAttr(target, "timeout", DefaultTimeout)
 	if err != nil {
 		return "", 0, err
 	}
@@ -150,7 +150,7 @@ type Client struct {
 	closed bool
 }
 
-var _ protocols.Client = (*Client)(nil)
+var _ sdk.Client = (*Client)(nil)
 
 // vu is one VU's connection. Only that VU's Do touches it, and the core
 // never runs two calls of one VU at once, so it needs no lock.
@@ -166,14 +166,14 @@ var longAgo = time.Unix(1, 0)
 
 // Do sends the call's line on the VU's connection and reads the reply line.
 // It emits a connect sample when it had to dial, then the request sample.
-func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocols.Sample)) {
+func (c *Client) Do(ctx context.Context, call sdk.Call, emit func(sdk.Sample)) {
 	start := time.Now()
 	line, expect, hasExpect, err := parseRequest(call.Request)
 	if err != nil {
 		// A value that changes per iteration is checked here, with the
 		// decoder validate used; the message says why in the summary.
 		end := time.Now()
-		emit(protocols.Sample{Metric: protocols.MetricRequest, Time: end, Value: end.Sub(start), Error: protocols.ErrProtocol, Message: err.Error()})
+		emit(sdk.Sample{Metric: sdk.MetricRequest, Time: end, Value: end.Sub(start), Error: sdk.ErrProtocol, Message: err.Error()})
 		return
 	}
 	v := c.vu(call.VU)
@@ -189,10 +189,10 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 			err = net.ErrClosed
 		}
 		if err != nil {
-			emit(protocols.Sample{Metric: protocols.MetricRequest, Time: connected, Value: connected.Sub(start), Error: classify(ctx, err)})
+			emit(sdk.Sample{Metric: sdk.MetricRequest, Time: connected, Value: connected.Sub(start), Error: classify(ctx, err)})
 			return
 		}
-		emit(protocols.Sample{Metric: protocols.MetricConnect, Time: connected, Value: connected.Sub(start)})
+		emit(sdk.Sample{Metric: sdk.MetricConnect, Time: connected, Value: connected.Sub(start)})
 		v.conn = conn
 		if v.r == nil {
 			v.r = bufio.NewReaderSize(conn, 4096)
@@ -215,8 +215,8 @@ func (c *Client) Do(ctx context.Context, call protocols.Call, emit func(protocol
 	end := time.Now()
 	stop()
 
-	s := protocols.Sample{
-		Metric:        protocols.MetricRequest,
+	s := sdk.Sample{
+		Metric:        sdk.MetricRequest,
 		Time:          end,
 		Value:         end.Sub(start),
 		BytesSent:     int64(sent),
@@ -310,40 +310,40 @@ func (c *Client) Close() error {
 
 // classify maps a failed call's error to its kind. ctx is the context Do
 // was given: once it is done, the failure is the run's end, not the server's.
-func classify(ctx context.Context, err error) protocols.ErrorKind {
+func classify(ctx context.Context, err error) sdk.ErrorKind {
 	if ctx.Err() != nil {
-		return protocols.ErrInterrupted
+		return sdk.ErrInterrupted
 	}
 	var netErr net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout():
-		return protocols.ErrTimeout
+		return sdk.ErrTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return protocols.ErrConnectionRefused
+		return sdk.ErrConnectionRefused
 	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
-		return protocols.ErrReset
+		return sdk.ErrReset
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return protocols.ErrDNS
+		return sdk.ErrDNS
 	}
-	return protocols.ErrProtocol
+	return sdk.ErrProtocol
 }
 
 // parseRequest returns a request's line and expected reply. A line holding
 // a newline would be two commands, whose second reply would be read as the
 // next call's, so it is refused. Its errors name the attribute at fault.
 func parseRequest(req cty.Value) (line, expect string, hasExpect bool, err error) {
-	line, err = protocols.StringAttr(req, "line")
+	line, err = sdk.StringAttr(req, "line")
 	if err != nil {
 		return "", "", false, err
 	}
 	if line == "" || strings.ContainsAny(line, "\r\n") {
-		return "", "", false, protocols.AttrErrorf("line", "%q must be one non-empty line", line)
+		return "", "", false, sdk.AttrErrorf("line", "%q must be one non-empty line", line)
 	}
-	if v := protocols.Attr(req, "expect"); !v.IsNull() {
-		if expect, err = protocols.StringAttr(req, "expect"); err != nil {
+	if v := sdk.Attr(req, "expect"); !v.IsNull() {
+		if expect, err = sdk.StringAttr(req, "expect"); err != nil {
 			return "", "", false, err
 		}
 		hasExpect = true

@@ -16,8 +16,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/hload/hload/examples/plugins/lines/lines"
+	"github.com/hload/hload/plugins/sdk"
 	"github.com/hload/hload/plugins/sdk/sdktest"
-	"github.com/hload/hload/protocols"
 )
 
 // paths are the two ways a protocol is reached: in-process, and through the
@@ -25,13 +25,13 @@ import (
 // wire may change nothing a protocol does.
 var paths = []struct {
 	name string
-	open func(t *testing.T) protocols.Protocol
+	open func(t *testing.T) sdk.Protocol
 }{
-	{"direct", func(t *testing.T) protocols.Protocol { return lines.New() }},
+	{"direct", func(t *testing.T) sdk.Protocol { return lines.New() }},
 	{"harness", harness},
 }
 
-func harness(t *testing.T) protocols.Protocol {
+func harness(t *testing.T) sdk.Protocol {
 	t.Helper()
 	h, err := sdktest.NewHarness(lines.New())
 	if err != nil {
@@ -45,7 +45,7 @@ func harness(t *testing.T) protocols.Protocol {
 	return h
 }
 
-func eachPath(t *testing.T, test func(t *testing.T, p protocols.Protocol)) {
+func eachPath(t *testing.T, test func(t *testing.T, p sdk.Protocol)) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) { test(t, path.open(t)) })
 	}
@@ -154,7 +154,7 @@ func request(line string, expect *string) cty.Value {
 	return cty.ObjectVal(map[string]cty.Value{"line": cty.StringVal(line), "expect": e})
 }
 
-func open(t *testing.T, p protocols.Protocol, tgt cty.Value) protocols.Client {
+func open(t *testing.T, p sdk.Protocol, tgt cty.Value) sdk.Client {
 	t.Helper()
 	c, err := p.Open(context.Background(), tgt)
 	if err != nil {
@@ -166,9 +166,9 @@ func open(t *testing.T, p protocols.Protocol, tgt cty.Value) protocols.Client {
 
 // do runs one call and returns its samples, with Body copied out because
 // it is valid only during emit.
-func do(ctx context.Context, c protocols.Client, call protocols.Call) []protocols.Sample {
-	var out []protocols.Sample
-	c.Do(ctx, call, func(s protocols.Sample) {
+func do(ctx context.Context, c sdk.Client, call sdk.Call) []sdk.Sample {
+	var out []sdk.Sample
+	c.Do(ctx, call, func(s sdk.Sample) {
 		s.Body = append([]byte(nil), s.Body...)
 		out = append(out, s)
 	})
@@ -176,15 +176,15 @@ func do(ctx context.Context, c protocols.Client, call protocols.Call) []protocol
 }
 
 // split returns a call's request sample and whether it dialed.
-func split(t *testing.T, samples []protocols.Sample) (req protocols.Sample, connect *protocols.Sample) {
+func split(t *testing.T, samples []sdk.Sample) (req sdk.Sample, connect *sdk.Sample) {
 	t.Helper()
 	n := 0
 	for i, s := range samples {
 		switch s.Metric {
-		case protocols.MetricRequest:
+		case sdk.MetricRequest:
 			req = s
 			n++
-		case protocols.MetricConnect:
+		case sdk.MetricConnect:
 			connect = &samples[i]
 		default:
 			t.Errorf("unexpected sample %q", s.Metric)
@@ -197,7 +197,7 @@ func split(t *testing.T, samples []protocols.Sample) (req protocols.Sample, conn
 }
 
 func TestDescribe(t *testing.T) {
-	eachPath(t, func(t *testing.T, p protocols.Protocol) {
+	eachPath(t, func(t *testing.T, p sdk.Protocol) {
 		info := p.Describe()
 		if info.Name != lines.Name || info.Version != lines.Version {
 			t.Errorf("name %q version %q", info.Name, info.Version)
@@ -247,10 +247,10 @@ timeout = "250ms"
 // refuses first, with the same reason and the attribute at fault, and
 // without dialling: the addresses point at nothing.
 func TestValidateAgreesWithOpen(t *testing.T) {
-	eachPath(t, func(t *testing.T, p protocols.Protocol) {
-		v, ok := p.(protocols.TargetValidator)
+	eachPath(t, func(t *testing.T, p sdk.Protocol) {
+		v, ok := p.(sdk.TargetValidator)
 		if !ok {
-			t.Fatalf("%T is not a protocols.TargetValidator", p)
+			t.Fatalf("%T is not an sdk.TargetValidator", p)
 		}
 		for _, tc := range []struct {
 			target     cty.Value
@@ -288,10 +288,10 @@ func TestValidateAgreesWithOpen(t *testing.T) {
 // ValidateRequest refuses first, at the attribute, and Do's sample says
 // why in its message.
 func TestValidateRequestAgreesWithDo(t *testing.T) {
-	eachPath(t, func(t *testing.T, p protocols.Protocol) {
-		v, ok := p.(protocols.RequestValidator)
+	eachPath(t, func(t *testing.T, p sdk.Protocol) {
+		v, ok := p.(sdk.RequestValidator)
 		if !ok {
-			t.Fatalf("%T is not a protocols.RequestValidator", p)
+			t.Fatalf("%T is not an sdk.RequestValidator", p)
 		}
 		srv := startServer(t)
 		c := open(t, p, target(srv.addr, ""))
@@ -312,8 +312,8 @@ func TestValidateRequestAgreesWithDo(t *testing.T) {
 			if tc.want == "" {
 				continue
 			}
-			req, _ := split(t, do(context.Background(), c, protocols.Call{VU: 1, Request: tc.request}))
-			if req.Error != protocols.ErrProtocol || req.Message != err.Error() {
+			req, _ := split(t, do(context.Background(), c, sdk.Call{VU: 1, Request: tc.request}))
+			if req.Error != sdk.ErrProtocol || req.Message != err.Error() {
 				t.Errorf("%#v: Do's sample %q %q, want protocol with validate's message %q", tc.request, req.Error, req.Message, err)
 			}
 		}
@@ -324,7 +324,7 @@ func TestValidateRequestAgreesWithDo(t *testing.T) {
 // connection of its own, replies and statuses are right, and bytes and
 // times add up.
 func TestCalls(t *testing.T) {
-	eachPath(t, func(t *testing.T, p protocols.Protocol) {
+	eachPath(t, func(t *testing.T, p sdk.Protocol) {
 		srv := startServer(t)
 		c := open(t, p, target(srv.addr, ""))
 		const vus, calls = 4, 25
@@ -347,7 +347,7 @@ func TestCalls(t *testing.T) {
 						expect, status = &wrong, lines.StatusMismatch
 					}
 					before := time.Now()
-					samples := do(context.Background(), c, protocols.Call{VU: vu, Iteration: i, Planned: before, Request: request(line, expect), KeepBody: true})
+					samples := do(context.Background(), c, sdk.Call{VU: vu, Iteration: i, Planned: before, Request: request(line, expect), KeepBody: true})
 					after := time.Now()
 					if err := checkCall(samples, i == 0, before, after, line, status); err != nil {
 						errs <- fmt.Errorf("VU %d call %d: %v", vu, i, err)
@@ -380,22 +380,22 @@ func TestCalls(t *testing.T) {
 	})
 }
 
-func checkCall(samples []protocols.Sample, first bool, before, after time.Time, line string, status int) error {
-	var req protocols.Sample
-	var connect *protocols.Sample
+func checkCall(samples []sdk.Sample, first bool, before, after time.Time, line string, status int) error {
+	var req sdk.Sample
+	var connect *sdk.Sample
 	n := 0
 	for i, s := range samples {
 		switch s.Metric {
-		case protocols.MetricRequest:
+		case sdk.MetricRequest:
 			req, n = s, n+1
-		case protocols.MetricConnect:
+		case sdk.MetricConnect:
 			connect = &samples[i]
 		}
 	}
 	switch {
 	case n != 1 || len(samples) > 2:
 		return fmt.Errorf("samples %+v, want one request sample and at most one connect", samples)
-	case req.Error != protocols.ErrNone:
+	case req.Error != sdk.ErrNone:
 		return fmt.Errorf("error %q", req.Error)
 	case req.Status != status:
 		return fmt.Errorf("status %d, want %d", req.Status, status)
@@ -417,12 +417,12 @@ func checkCall(samples []protocols.Sample, first bool, before, after time.Time, 
 
 // TestErrors shows each error kind, and that a VU dials again after one.
 func TestErrors(t *testing.T) {
-	eachPath(t, func(t *testing.T, p protocols.Protocol) {
+	eachPath(t, func(t *testing.T, p sdk.Protocol) {
 		srv := startServer(t)
-		ok := func(t *testing.T, c protocols.Client, vu uint64, wantDial bool) {
+		ok := func(t *testing.T, c sdk.Client, vu uint64, wantDial bool) {
 			t.Helper()
-			req, connect := split(t, do(context.Background(), c, protocols.Call{VU: vu, Request: request("PING", nil)}))
-			if req.Error != protocols.ErrNone || req.Status != lines.StatusOK || (connect != nil) != wantDial {
+			req, connect := split(t, do(context.Background(), c, sdk.Call{VU: vu, Request: request("PING", nil)}))
+			if req.Error != sdk.ErrNone || req.Status != lines.StatusOK || (connect != nil) != wantDial {
 				t.Fatalf("PING: error %q status %d dialed %v, want a success that dialed: %v", req.Error, req.Status, connect != nil, wantDial)
 			}
 		}
@@ -430,29 +430,29 @@ func TestErrors(t *testing.T) {
 			name    string
 			timeout string
 			line    string
-			kind    protocols.ErrorKind
+			kind    sdk.ErrorKind
 		}{
-			{"server closes", "", cmdClose, protocols.ErrReset},
-			{"server closes mid-line", "", cmdHalf, protocols.ErrReset},
-			{"no reply", "300ms", cmdSilent, protocols.ErrTimeout},
-			{"reply too long", "", cmdLong, protocols.ErrProtocol},
-			{"line holds a newline", "", "GET a\nGET b", protocols.ErrProtocol},
+			{"server closes", "", cmdClose, sdk.ErrReset},
+			{"server closes mid-line", "", cmdHalf, sdk.ErrReset},
+			{"no reply", "300ms", cmdSilent, sdk.ErrTimeout},
+			{"reply too long", "", cmdLong, sdk.ErrProtocol},
+			{"line holds a newline", "", "GET a\nGET b", sdk.ErrProtocol},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				c := open(t, p, target(srv.addr, tc.timeout))
 				ok(t, c, 1, true)
 				start := time.Now()
-				req, connect := split(t, do(context.Background(), c, protocols.Call{VU: 1, Request: request(tc.line, nil)}))
+				req, connect := split(t, do(context.Background(), c, sdk.Call{VU: 1, Request: request(tc.line, nil)}))
 				took := time.Since(start)
 				if req.Error != tc.kind || req.Status != 0 || connect != nil {
 					t.Fatalf("error %q status %d dialed %v, want %q with no status on the open connection", req.Error, req.Status, connect != nil, tc.kind)
 				}
-				if tc.kind == protocols.ErrTimeout && (req.Value < 300*time.Millisecond || took > 2*time.Second) {
+				if tc.kind == sdk.ErrTimeout && (req.Value < 300*time.Millisecond || took > 2*time.Second) {
 					t.Fatalf("timed out after %v (call took %v), want the 300ms timeout", req.Value, took)
 				}
 				// A failed call leaves the connection in an unknown state, so
 				// the next call dials afresh; a refused line never touched it.
-				ok(t, c, 1, tc.kind != protocols.ErrProtocol || tc.line == cmdLong)
+				ok(t, c, 1, tc.kind != sdk.ErrProtocol || tc.line == cmdLong)
 			})
 		}
 
@@ -465,8 +465,8 @@ func TestErrors(t *testing.T) {
 			ln.Close()
 			c := open(t, p, target(addr, ""))
 			for range 2 {
-				req, connect := split(t, do(context.Background(), c, protocols.Call{VU: 1, Request: request("PING", nil)}))
-				if req.Error != protocols.ErrConnectionRefused || connect != nil || req.BytesSent != 0 {
+				req, connect := split(t, do(context.Background(), c, sdk.Call{VU: 1, Request: request("PING", nil)}))
+				if req.Error != sdk.ErrConnectionRefused || connect != nil || req.BytesSent != 0 {
 					t.Fatalf("error %q, connect %v, sent %d: want connection_refused and no connect sample", req.Error, connect != nil, req.BytesSent)
 				}
 			}
@@ -477,9 +477,9 @@ func TestErrors(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(200*time.Millisecond, cancel)
 			start := time.Now()
-			req, _ := split(t, do(ctx, c, protocols.Call{VU: 7, Request: request(cmdSilent, nil)}))
+			req, _ := split(t, do(ctx, c, sdk.Call{VU: 7, Request: request(cmdSilent, nil)}))
 			took := time.Since(start)
-			if req.Error != protocols.ErrInterrupted || took > 2*time.Second {
+			if req.Error != sdk.ErrInterrupted || took > 2*time.Second {
 				t.Fatalf("error %q after %v, want interrupted soon after the 200ms cancel", req.Error, took)
 			}
 			ok(t, c, 7, true)

@@ -1,8 +1,11 @@
 // Package protocoltest runs a protocol's tests on both paths a built-in
 // protocol takes: called in-process, and through the plugin wire, the way
 // `isolate = true` runs it in a plugin process. The wire here is the
-// plugin SDK's harness (plugins/sdk/sdktest), the same server and host code over
-// an in-memory connection, so the suite needs no binary.
+// plugin SDK's harness (plugins/sdk/sdktest), the same server and host code
+// over an in-memory connection, so the suite needs no binary.
+//
+// It sits beside the plugins, above protocols, because it reaches the
+// wire: the protocols' tests import it, and no package of protocols does.
 package protocoltest
 
 import (
