@@ -2,8 +2,6 @@ package protocoltest
 
 import (
 	"context"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,31 +53,5 @@ func TestRunReachesTheProtocolBothWays(t *testing.T) {
 	})
 	if len(names) != 2 || impl.calls != 2 {
 		t.Errorf("paths %v, calls %d; want both paths, one call each", names, impl.calls)
-	}
-}
-
-// TestProtocolsImportNothingAbove: no package of protocols imports a
-// package above its floor (plugins, config, core, sinks, cmd) outside its
-// tests, this one included: the arrows point down, and a protocol's tests
-// reach the plugin wire through this package, which sits beside plugins.
-func TestProtocolsImportNothingAbove(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Imports}}", "../../protocols/...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	const module = "github.com/hload/hload/"
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for _, line := range lines {
-		fields := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(line))
-		for _, dep := range fields[1:] {
-			for _, above := range []string{"plugins", "config", "core", "sinks", "cmd"} {
-				if dep == module+above || strings.HasPrefix(dep, module+above+"/") {
-					t.Errorf("%s imports %s, above protocols", fields[0], dep)
-				}
-			}
-		}
-	}
-	if len(lines) < 5 {
-		t.Errorf("go list found %d packages under protocols, want protocols, http, sse, amqp, delivery at least:\n%s", len(lines), out)
 	}
 }
