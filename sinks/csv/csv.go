@@ -31,7 +31,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/core"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/sinks"
 )
 
 // intervalHeader is the header row of the interval file. Columns are only
@@ -82,6 +84,18 @@ func Spec() hcldec.ObjectSpec {
 		"raw":      &hcldec.AttrSpec{Name: "raw", Type: cty.Bool},
 		"raw_path": &hcldec.AttrSpec{Name: "raw_path", Type: cty.String},
 	}
+}
+
+// Type is the csv sink as its registry knows it: `sink "csv"`. Relative
+// paths are taken from the working directory.
+func Type() sinks.Type {
+	return sinks.Type{Name: "csv", Spec: Spec(), New: func(b sinks.Block) (core.Sink, error) {
+		s, err := New(b.Config, "")
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}}
 }
 
 // Sink writes the interval file and, when raw is set, the raw file. It
