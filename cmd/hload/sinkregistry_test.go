@@ -152,6 +152,7 @@ func TestSinkAddedThroughRegistry(t *testing.T) {
 	if sc := p.summaries[0].Scenarios["s"]; sc != nil && sc.Requests["r"] != nil {
 		summarised = sc.Requests["r"].Count
 	}
+	t.Logf("the server counted %d calls; the probe got %d snapshots adding up to %d, and a summary of %d", server, len(p.snapshots), counted, summarised)
 	if server == 0 || counted != server || summarised != server {
 		t.Errorf("the server counted %d calls; the probe's intervals %d, its summary %d", server, counted, summarised)
 	}
