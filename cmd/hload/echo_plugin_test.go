@@ -319,7 +319,7 @@ scenario "ping" {
 			ph := newPluginHost(context.Background())
 			defer ph.killAll()
 			_, diags := config.Load([]string{filepath.Join(dir, "test.hcl")}, config.Options{
-				Protocols: registry(), Sinks: sinkSpecs(), LookupEnv: os.LookupEnv, Plugins: ph.declared,
+				Protocols: registry(), Sinks: sinkTypes().Specs(), LookupEnv: os.LookupEnv, Plugins: ph.declared,
 			})
 			errs := diags.Errs()
 			if len(errs) != 1 {

@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/sinks"
 )
 
 // Exit codes, as README.md lists them under "Commands and exit codes".
@@ -90,6 +91,12 @@ func cmdVersion(args []string, stdout, stderr io.Writer) error {
 
 // run executes one command and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(sinkTypes(), args, stdout, stderr)
+}
+
+// runWith is run with the sink types the blocks of a test may name: the
+// built-in ones (sinkTypes), or more in a test.
+func runWith(types *sinks.Registry, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -97,11 +104,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch args[0] {
 	case "apply":
-		err = cmdApply(args[1:], stdout, stderr)
+		err = cmdApply(args[1:], types, stdout, stderr)
 	case "validate":
-		err = cmdValidate(args[1:], stdout, stderr)
+		err = cmdValidate(args[1:], types, stdout, stderr)
 	case "plan":
-		err = cmdPlan(args[1:], stdout, stderr)
+		err = cmdPlan(args[1:], types, stdout, stderr)
 	case "compare":
 		err = cmdCompare(args[1:], stdout, stderr)
 	case "report":
@@ -123,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "--help":
 		if len(args) > 1 && args[0] == "help" {
 			// hload help CMD [SUBCMD] is hload CMD [SUBCMD] -h.
-			return run(append(args[1:], "-h"), stdout, stderr)
+			return runWith(types, append(args[1:], "-h"), stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 	default:

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/hload/hload/core"
+	"github.com/hload/hload/sinks"
 )
 
-func cmdPlan(args []string, stdout, stderr io.Writer) error {
+func cmdPlan(args []string, types *sinks.Registry, stdout, stderr io.Writer) error {
 	fs := newFlagSet(planHelp, stdout, stderr)
 	var (
 		common  commonFlags
@@ -37,7 +38,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	plugins := newPluginHost(context.Background())
 	defer plugins.killAll()
-	test, err := loadTest(files, &common, validateOnly, plugins, stderr, runsNothing)
+	test, err := loadTest(files, &common, validateOnly, plugins, stderr, runsNothing, withSinkTypes(types))
 	if err != nil {
 		return err
 	}

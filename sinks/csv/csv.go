@@ -31,7 +31,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/core"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/sinks"
 )
 
 // intervalHeader is the header row of the interval file. Columns are only
@@ -82,6 +84,18 @@ func Spec() hcldec.ObjectSpec {
 		"raw":      &hcldec.AttrSpec{Name: "raw", Type: cty.Bool},
 		"raw_path": &hcldec.AttrSpec{Name: "raw_path", Type: cty.String},
 	}
+}
+
+// Type is the csv sink as its registry knows it: `sink "csv"`. Relative
+// paths are taken from the working directory.
+func Type() sinks.Type {
+	return sinks.Type{Name: "csv", Spec: Spec(), New: func(b sinks.Block) (core.Sink, error) {
+		s, err := New(b.Config, "")
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}}
 }
 
 // Sink writes the interval file and, when raw is set, the raw file. It
@@ -279,6 +293,30 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		return errors.New("csv sink: Write after Close")
 	}
 
+	end := snap.End.Format(time.RFC3339)
+	elapsed := strconv.FormatFloat(snap.Elapsed.Seconds(), 'f', 3, 64)
+	s.rowBuf.Reset()
+	// seen are the scenarios that have a row.
+	seen := make(map[string]bool, len(snap.VUs))
+	rows := s.requestRows(end, elapsed, &snap, seen)
+	rows += s.idleRows(end, elapsed, &snap, seen)
+	rows += s.flowRows(end, elapsed, &snap)
+	s.rowCSV.Flush()
+	if rows > 0 {
+		// Even after a write error: the spool counts the rows it can no
+		// longer write, so Close says how many were lost.
+		s.interval.append(s.rowBuf.Bytes(), rows)
+	}
+	if err := s.interval.failed(); err != nil {
+		return fmt.Errorf("csv sink: %w", err)
+	}
+	return nil
+}
+
+// requestRows encodes one row per request of the snapshot, sorted by
+// scenario and request, notes their scenarios in seen, and returns how
+// many.
+func (s *Sink) requestRows(end, elapsed string, snap *metrics.Snapshot, seen map[string]bool) int64 {
 	s.order = s.order[:0]
 	for i := range snap.Series {
 		s.order = append(s.order, i)
@@ -290,12 +328,6 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		}
 		return x.Request < y.Request
 	})
-
-	end := snap.End.Format(time.RFC3339)
-	elapsed := strconv.FormatFloat(snap.Elapsed.Seconds(), 'f', 3, 64)
-
-	s.rowBuf.Reset()
-	seen := make(map[string]bool, len(snap.VUs))
 	for _, i := range s.order {
 		f := &snap.Series[i]
 		seen[f.Scenario] = true
@@ -317,8 +349,13 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		r[17] = kindRequest
 		s.rowCSV.Write(r)
 	}
-	rows := int64(len(s.order))
+	return int64(len(s.order))
+}
 
+// idleRows encodes a row with an empty request for each scenario not in
+// seen that has active VUs or dropped iterations, sorted by scenario, and
+// returns how many: its VUs and drops are never missing from the file.
+func (s *Sink) idleRows(end, elapsed string, snap *metrics.Snapshot, seen map[string]bool) int64 {
 	var idle []string
 	for sc, n := range snap.VUs {
 		if !seen[sc] && n != 0 {
@@ -347,19 +384,8 @@ func (s *Sink) Write(snap metrics.Snapshot) error {
 		r[16] = strconv.FormatInt(snap.Dropped[sc], 10)
 		r[17] = kindRequest
 		s.rowCSV.Write(r)
-		rows++
 	}
-	rows += s.flowRows(end, elapsed, &snap)
-	s.rowCSV.Flush()
-	if rows > 0 {
-		// Even after a write error: the spool counts the rows it can no
-		// longer write, so Close says how many were lost.
-		s.interval.append(s.rowBuf.Bytes(), rows)
-	}
-	if err := s.interval.failed(); err != nil {
-		return fmt.Errorf("csv sink: %w", err)
-	}
-	return nil
+	return int64(len(idle))
 }
 
 // flowRows encodes one row per flow of the snapshot, sorted by scenario

@@ -37,6 +37,7 @@ import (
 	"github.com/hload/hload/compare"
 	"github.com/hload/hload/core"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/sinks"
 	"github.com/hload/hload/sinks/series"
 )
 
@@ -62,6 +63,17 @@ func Spec() hcldec.ObjectSpec {
 	return hcldec.ObjectSpec{
 		"path": &hcldec.AttrSpec{Name: "path", Type: cty.String, Required: true},
 	}
+}
+
+// Type is the html sink as its registry knows it: `sink "html"`.
+func Type() sinks.Type {
+	return sinks.Type{Name: "html", Spec: Spec(), New: func(b sinks.Block) (core.Sink, error) {
+		s, err := New(b.Config, b.Plans)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}}
 }
 
 // Sink collects the run's series and writes the report when the run

@@ -19,6 +19,8 @@ var hloadReport = (function () {
       return function (u) {
         (stages || []).forEach(function (t) { hloadCharts.vline(u, t, "#888", [6, 4]); });
         (s.events || []).forEach(function (e) {
+          // The self-check's live warning starts with these words: see
+          // liveWarning in core/generator.go.
           hloadCharts.vline(u, e.time_s, e.text.indexOf("hload is saturated") === 0 ? "#d00" : "#f90");
         });
       };

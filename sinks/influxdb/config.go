@@ -76,6 +76,8 @@ type settings struct {
 	flushTimeout time.Duration
 }
 
+// decode checks a block that conforms to Spec and returns its settings,
+// with the defaults of what it leaves out.
 func decode(cfg cty.Value) (settings, error) {
 	s := settings{
 		required:     true,
@@ -86,52 +88,16 @@ func decode(cfg cty.Value) (settings, error) {
 	if cfg.IsNull() || !cfg.Type().IsObjectType() || !cfg.IsWhollyKnown() {
 		return s, errors.New("the block must be a known object")
 	}
-	var err error
-	str := func(name string) string {
-		if err != nil || !cfg.Type().HasAttribute(name) {
-			return ""
-		}
-		v := cfg.GetAttr(name)
-		if v.IsNull() {
-			return ""
-		}
-		if v.Type() != cty.String {
-			err = fmt.Errorf("%q must be a string", name)
-			return ""
-		}
-		return v.AsString()
-	}
-	s.url, s.token, s.org, s.bucket = str("url"), str("token"), str("org"), str("bucket")
-	s.instance = str("instance")
-	flush := str("flush_timeout")
+	strs, err := stringAttrs(cfg, "url", "token", "org", "bucket", "instance", "flush_timeout")
 	if err != nil {
 		return s, err
 	}
-
-	u, perr := url.Parse(s.url)
-	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return s, fmt.Errorf(`"url" must be an http:// or https:// address such as http://127.0.0.1:8086, got %q`, s.url)
+	s.url, s.token, s.org, s.bucket, s.instance = strs[0], strs[1], strs[2], strs[3], strs[4]
+	if err := checkDestination(s.url, s.bucket); err != nil {
+		return s, err
 	}
-	if s.bucket == "" {
-		return s, errors.New(`"bucket" must not be empty (InfluxDB 1.8: "database" or "database/retention-policy")`)
-	}
-
-	if v := attr(cfg, "tags"); !v.IsNull() {
-		s.tags = map[string]string{}
-		for k, val := range v.AsValueMap() {
-			if val.IsNull() || val.AsString() == "" {
-				return s, fmt.Errorf(`"tags": tag %q has an empty value, which InfluxDB cannot store`, k)
-			}
-			for _, r := range reservedTags {
-				if k == r {
-					return s, fmt.Errorf(`"tags": %q is set by the sink itself; reserved tags are %v`, k, reservedTags)
-				}
-			}
-			if k == "" {
-				return s, errors.New(`"tags": a tag name must not be empty`)
-			}
-			s.tags[k] = val.AsString()
-		}
+	if s.tags, err = decodeTags(attr(cfg, "tags")); err != nil {
+		return s, err
 	}
 	if v := attr(cfg, "raw"); !v.IsNull() {
 		s.raw = v.True()
@@ -139,26 +105,91 @@ func decode(cfg cty.Value) (settings, error) {
 	if v := attr(cfg, "required"); !v.IsNull() {
 		s.required = v.True()
 	}
-	if s.buffer, err = positiveInt(cfg, "buffer", s.buffer); err != nil {
+	if err := s.decodeLimits(cfg, strs[5]); err != nil {
 		return s, err
+	}
+	return s, nil
+}
+
+// stringAttrs returns the values of the string attributes names, in
+// their order, "" for one that is absent or null.
+func stringAttrs(cfg cty.Value, names ...string) ([]string, error) {
+	out := make([]string, len(names))
+	for i, name := range names {
+		v := attr(cfg, name)
+		if v.IsNull() {
+			continue
+		}
+		if v.Type() != cty.String {
+			return nil, fmt.Errorf("%q must be a string", name)
+		}
+		out[i] = v.AsString()
+	}
+	return out, nil
+}
+
+// checkDestination checks where the points go: an http(s) address and a
+// bucket.
+func checkDestination(address, bucket string) error {
+	u, err := url.Parse(address)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf(`"url" must be an http:// or https:// address such as http://127.0.0.1:8086, got %q`, address)
+	}
+	if bucket == "" {
+		return errors.New(`"bucket" must not be empty (InfluxDB 1.8: "database" or "database/retention-policy")`)
+	}
+	return nil
+}
+
+// decodeTags returns the static tags of the block's tags attribute v, nil
+// when it is null. A tag may be neither empty nor one the sink sets.
+func decodeTags(v cty.Value) (map[string]string, error) {
+	if v.IsNull() {
+		return nil, nil
+	}
+	tags := map[string]string{}
+	for k, val := range v.AsValueMap() {
+		if val.IsNull() || val.AsString() == "" {
+			return nil, fmt.Errorf(`"tags": tag %q has an empty value, which InfluxDB cannot store`, k)
+		}
+		for _, r := range reservedTags {
+			if k == r {
+				return nil, fmt.Errorf(`"tags": %q is set by the sink itself; reserved tags are %v`, k, reservedTags)
+			}
+		}
+		if k == "" {
+			return nil, errors.New(`"tags": a tag name must not be empty`)
+		}
+		tags[k] = val.AsString()
+	}
+	return tags, nil
+}
+
+// decodeLimits sets the bounds on the points held and sent at once, and
+// how long the end of the run waits for them: flush is the flush_timeout
+// attribute, "" for its default, which depends on required.
+func (s *settings) decodeLimits(cfg cty.Value, flush string) error {
+	var err error
+	if s.buffer, err = positiveInt(cfg, "buffer", s.buffer); err != nil {
+		return err
 	}
 	if s.batchSize, err = positiveInt(cfg, "batch_size", s.batchSize); err != nil {
-		return s, err
+		return err
 	}
 	if s.batchSize > s.buffer {
-		return s, fmt.Errorf(`"batch_size" (%d) must not exceed "buffer" (%d)`, s.batchSize, s.buffer)
+		return fmt.Errorf(`"batch_size" (%d) must not exceed "buffer" (%d)`, s.batchSize, s.buffer)
 	}
 	if !s.required {
 		s.flushTimeout = DefaultOptionalFlushTimeout
 	}
 	if flush != "" {
-		d, perr := time.ParseDuration(flush)
-		if perr != nil || d <= 0 {
-			return s, fmt.Errorf(`"flush_timeout" must be a positive duration such as "30s", got %q`, flush)
+		d, err := time.ParseDuration(flush)
+		if err != nil || d <= 0 {
+			return fmt.Errorf(`"flush_timeout" must be a positive duration such as "30s", got %q`, flush)
 		}
 		s.flushTimeout = d
 	}
-	return s, nil
+	return nil
 }
 
 // attr returns an attribute or a null value when the object lacks it.

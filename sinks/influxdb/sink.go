@@ -17,7 +17,9 @@ import (
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/hload/hload/core"
 	"github.com/hload/hload/metrics"
+	"github.com/hload/hload/sinks"
 )
 
 // Options are what the sink needs from the CLI besides its block.
@@ -64,6 +66,31 @@ type Sink struct {
 	// abandon is closed by Abandon: Close stops waiting.
 	abandon     chan struct{}
 	abandonOnce sync.Once
+}
+
+// errSensitiveTags refuses a secret among the tags.
+var errSensitiveTags = errors.New("a value of tags is sensitive (from env(), HLOAD_VAR_ or a variable with sensitive = true), and InfluxDB would store it in clear on every point; " +
+	"tag with a value that is not secret, such as a variable with sensitive = false")
+
+// Type is the InfluxDB sink as its registry knows it: `sink "influxdb"`.
+// It refuses a sensitive value among the tags, which InfluxDB would
+// store in clear on every point, and tags each point with the segment
+// the process runs, if any.
+func Type() sinks.Type {
+	return sinks.Type{Name: "influxdb", Spec: Spec(), New: func(b sinks.Block) (core.Sink, error) {
+		if b.Sensitive("tags") {
+			return nil, errSensitiveTags
+		}
+		opts := Options{Log: b.Log}
+		if b.Segment.Count > 1 {
+			opts.Segment = b.Segment.String()
+		}
+		s, err := New(b.Config, opts)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}}
 }
 
 // New returns an InfluxDB sink for a block that conforms to Spec. It

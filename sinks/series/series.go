@@ -10,9 +10,9 @@ package series
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/hload/hload/core"
@@ -42,6 +42,9 @@ type column struct {
 	kind mergeKind
 	vals []float64
 }
+
+// setLast sets the value of the last point.
+func (c *column) setLast(v float64) { c.vals[len(c.vals)-1] = v }
 
 func (c *column) merge(dur []float64) {
 	n := len(c.vals) / 2
@@ -183,68 +186,10 @@ func (c *Collector) Write(s metrics.Snapshot) error {
 		c.interval = length
 	}
 	start, end := (s.Elapsed - s.End.Sub(s.Start)).Seconds(), s.Elapsed.Seconds()
-	// Every column gets this point's default first; the snapshot then
-	// sets what it has.
-	c.times = append(c.times, end)
-	c.durations = append(c.durations, length)
-	c.intervals = append(c.intervals, 1)
-	for _, col := range c.columns() {
-		fill := 0.0
-		if col.kind == mergeWorst {
-			fill = math.NaN()
-		}
-		col.vals = append(col.vals, fill)
-	}
-	last := len(c.times) - 1
-	set := func(col *column, v float64) { col.vals[last] = v }
-
-	for _, f := range s.Series {
-		r := c.request(c.scenario(f.Scenario), f.Request)
-		set(&r.rps, f.RPS)
-		if f.Count > 0 {
-			// The snapshot's rate (spread over the interval before in a
-			// short last one), split by its error share.
-			set(&r.errs, f.RPS*float64(f.Errors)/float64(f.Count))
-			set(&r.p50, f.Latency.P50)
-			set(&r.p95, f.Latency.P95)
-			set(&r.p99, f.Latency.P99)
-		}
-		for name, m := range f.Metrics {
-			mc := r.metrics[name]
-			if mc == nil {
-				mc = &metricCols{perS: c.newColumn(mergeRate), p50: c.newColumn(mergeWorst),
-					p95: c.newColumn(mergeWorst), p99: c.newColumn(mergeWorst)}
-				r.metrics[name] = mc
-			}
-			if length > 0 {
-				set(&mc.perS, float64(m.Count)/length)
-			}
-			if m.Count > 0 {
-				set(&mc.p50, m.P50)
-				set(&mc.p95, m.P95)
-				set(&mc.p99, m.P99)
-			}
-			mc.timed = mc.timed || m.Max > 0
-		}
-	}
-	names := unionKeys(s.Iterations, s.Dropped)
-	for name := range s.VUs {
-		names[name] = true
-	}
-	for name := range names {
-		sc := c.scenario(name)
-		set(&sc.vus, float64(s.VUs[name]))
-		if length > 0 {
-			set(&sc.iters, float64(s.Iterations[name])/length)
-			set(&sc.dropped, float64(s.Dropped[name])/length)
-		}
-	}
-	for _, sc := range c.scenarios {
-		if sc.plan != nil {
-			set(&sc.planned, planned(sc.plan, start, end))
-		}
-	}
-	set(&c.cpu, s.GeneratorCPU)
+	c.addPoint(end, length)
+	c.setRequests(s.Series, length)
+	c.setScenarios(s, length, start, end)
+	c.cpu.setLast(s.GeneratorCPU)
 	for name, v := range s.Gauges {
 		g := c.gauges[name]
 		if g == nil {
@@ -252,7 +197,7 @@ func (c *Collector) Write(s metrics.Snapshot) error {
 			g = &col
 			c.gauges[name] = g
 		}
-		set(g, float64(v))
+		g.setLast(float64(v))
 	}
 	for _, w := range s.Warnings {
 		if len(c.events) < maxEvents {
@@ -268,6 +213,78 @@ func (c *Collector) Write(s metrics.Snapshot) error {
 		c.mergePairs()
 	}
 	return nil
+}
+
+// addPoint adds a point that ends at end seconds and lasts length, with
+// every column's default: the snapshot then sets what it has.
+func (c *Collector) addPoint(end, length float64) {
+	c.times = append(c.times, end)
+	c.durations = append(c.durations, length)
+	c.intervals = append(c.intervals, 1)
+	for _, col := range c.columns() {
+		fill := 0.0
+		if col.kind == mergeWorst {
+			fill = math.NaN()
+		}
+		col.vals = append(col.vals, fill)
+	}
+}
+
+// setRequests sets the last point of each request's columns, and of its
+// protocol metrics', from an interval of length seconds.
+func (c *Collector) setRequests(figures []metrics.SeriesFigures, length float64) {
+	for _, f := range figures {
+		r := c.request(c.scenario(f.Scenario), f.Request)
+		r.rps.setLast(f.RPS)
+		if f.Count > 0 {
+			// The snapshot's rate (spread over the interval before in a
+			// short last one), split by its error share.
+			r.errs.setLast(f.RPS * float64(f.Errors) / float64(f.Count))
+			r.p50.setLast(f.Latency.P50)
+			r.p95.setLast(f.Latency.P95)
+			r.p99.setLast(f.Latency.P99)
+		}
+		for name, m := range f.Metrics {
+			mc := r.metrics[name]
+			if mc == nil {
+				mc = &metricCols{perS: c.newColumn(mergeRate), p50: c.newColumn(mergeWorst),
+					p95: c.newColumn(mergeWorst), p99: c.newColumn(mergeWorst)}
+				r.metrics[name] = mc
+			}
+			if length > 0 {
+				mc.perS.setLast(float64(m.Count) / length)
+			}
+			if m.Count > 0 {
+				mc.p50.setLast(m.P50)
+				mc.p95.setLast(m.P95)
+				mc.p99.setLast(m.P99)
+			}
+			mc.timed = mc.timed || m.Max > 0
+		}
+	}
+}
+
+// setScenarios sets the last point of each scenario's columns: its VUs,
+// iterations and dropped iterations from the snapshot, and what its plan
+// asks for over [start, end] seconds.
+func (c *Collector) setScenarios(s metrics.Snapshot, length, start, end float64) {
+	names := unionKeys(s.Iterations, s.Dropped)
+	for name := range s.VUs {
+		names[name] = true
+	}
+	for name := range names {
+		sc := c.scenario(name)
+		sc.vus.setLast(float64(s.VUs[name]))
+		if length > 0 {
+			sc.iters.setLast(float64(s.Iterations[name]) / length)
+			sc.dropped.setLast(float64(s.Dropped[name]) / length)
+		}
+	}
+	for _, sc := range c.scenarios {
+		if sc.plan != nil {
+			sc.planned.setLast(planned(sc.plan, start, end))
+		}
+	}
 }
 
 // mergeLast merges the last point into the one before it.
@@ -329,7 +346,7 @@ func (c *Collector) Close(metrics.Summary) error { return nil }
 // sorted by name.
 func (c *Collector) Series() *metrics.IntervalSeries {
 	out := &metrics.IntervalSeries{IntervalS: c.interval, Merged: c.merged, TimeS: slices.Clone(c.times)}
-	for _, name := range slices.Sorted(mapsKeys(c.scenarios)) {
+	for _, name := range slices.Sorted(maps.Keys(c.scenarios)) {
 		sc := c.scenarios[name]
 		ss := metrics.ScenarioSeries{
 			Name: name, Executor: sc.info.Executor, Model: sc.info.Model,
@@ -343,11 +360,11 @@ func (c *Collector) Series() *metrics.IntervalSeries {
 				ss.Executor, ss.Model = sc.plan.Executor, sc.plan.Model
 			}
 		}
-		for _, rname := range slices.Sorted(mapsKeys(sc.requests)) {
+		for _, rname := range slices.Sorted(maps.Keys(sc.requests)) {
 			r := sc.requests[rname]
 			rs := metrics.RequestSeries{Name: rname, RPS: slices.Clone(r.rps.vals), ErrorsPerS: slices.Clone(r.errs.vals),
 				P50: slices.Clone(r.p50.vals), P95: slices.Clone(r.p95.vals), P99: slices.Clone(r.p99.vals)}
-			for _, mname := range slices.Sorted(mapsKeys(r.metrics)) {
+			for _, mname := range slices.Sorted(maps.Keys(r.metrics)) {
 				m := r.metrics[mname]
 				ms := metrics.MetricSeries{Name: mname, PerS: slices.Clone(m.perS.vals)}
 				if m.timed {
@@ -453,20 +470,4 @@ func unionKeys(ms ...map[string]int64) map[string]bool {
 		}
 	}
 	return out
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// IsGenerator reports whether an event is hload's generator self-check
-// (hload is saturated), which the report marks on its charts.
-func IsGenerator(e metrics.SeriesEvent) bool {
-	return strings.HasPrefix(e.Text, "hload is saturated")
 }
