@@ -252,7 +252,13 @@ func (l *loader) capacitySteps(model string, attrs hcl.Attributes) (steps []floa
 	}
 	steps = geometricSteps(start, peak, factor, n.whole)
 	if len(steps) > maxCapacitySteps {
-		return nil, false, append(diags, errorDiag(factorAttr.Expr.Range(), "Too many steps",
+		// Without step_factor the default is too small for the range, so
+		// the error points at the range's top.
+		subject := maxAttr
+		if factorAttr != nil {
+			subject = factorAttr
+		}
+		return nil, false, append(diags, errorDiag(subject.Expr.Range(), "Too many steps",
 			"From %s %g to %s %g by a step_factor of %g takes more than %d steps. Raise step_factor, or narrow the range.",
 			n.start, start, n.max, peak, factor, maxCapacitySteps))
 	}
