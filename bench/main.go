@@ -244,6 +244,8 @@ type report struct {
 	SweepMedians []sweepMedian `json:"sweep_medians,omitempty"`
 }
 
+// bench finds the tools, starts the server, runs the rounds and reports:
+// each a step below.
 func bench(ctx context.Context, o options, out io.Writer) error {
 	// scripts/peers.sh builds vegeta there.
 	if cache, err := os.UserCacheDir(); err == nil {
@@ -259,58 +261,12 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 
-	// Find every tool before any load is sent, then build hload once for
-	// both its modes.
-	programs := map[*tool]string{}
-	self, err := os.Executable()
+	programs, ready, hload, err := findTools(ctx, o, dir, out, &rep)
 	if err != nil {
 		return err
 	}
-	for _, t := range o.tools {
-		if t.self {
-			programs[t] = self
-		}
-		if t.program == "" {
-			continue
-		}
-		if programs[t], err = exec.LookPath(t.program); err != nil {
-			fmt.Fprintf(out, "%s: missing, skipped; install: %s\n", t.name, t.install)
-			rep.Missing = append(rep.Missing, t.name)
-		}
-	}
-	if o.requireAll && len(rep.Missing) > 0 {
-		return fmt.Errorf("-require-all: missing %s; scripts/peers.sh installs them", strings.Join(rep.Missing, ", "))
-	}
-	var ready []*tool
-	hload, echo := "", false
-	for _, t := range o.tools {
-		echo = echo || t.counted == "echo"
-	}
-	for _, t := range o.tools {
-		if t.program == "" && !t.self {
-			if hload == "" {
-				if hload, err = buildHload(ctx, dir, echo); err != nil {
-					return err
-				}
-			}
-			programs[t] = hload
-		}
-		if programs[t] != "" {
-			ready = append(ready, t)
-			if len(rep.Cases) == 0 || rep.Cases[len(rep.Cases)-1] != t.caseName {
-				rep.Cases = append(rep.Cases, t.caseName)
-			}
-		}
-	}
 	if o.profileDir != "" {
-		if o.profileDir, err = filepath.Abs(o.profileDir); err == nil {
-			err = os.MkdirAll(o.profileDir, 0o755)
-		}
-		if err == nil && hload != "" {
-			// The binary beside its profiles, for pprof's source view.
-			err = copyFile(hload, filepath.Join(o.profileDir, "hload"))
-		}
-		if err != nil {
+		if o.profileDir, err = profileDir(o.profileDir, hload); err != nil {
 			return fmt.Errorf("-profile: %w", err)
 		}
 	}
@@ -325,14 +281,108 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer srv.stop()
+	b := &benchRun{o: o, out: out, dir: dir, pin: pin, srv: srv, programs: programs}
+	fixed, sweepers := b.announce(ready, &rep)
+	failed, err := b.rounds(ctx, fixed, sweepers, &rep)
+	if err != nil {
+		return err
+	}
+	if err := srv.check(); err != nil {
+		failed = append(failed, "after the runs: "+err.Error())
+	}
+	if err := finish(out, o, &rep); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s failed:\n  %s", plural(len(failed), "run"), strings.Join(failed, "\n  "))
+	}
+	return nil
+}
+
+// findTools finds every tool before any load is sent, and builds hload
+// once for all its cases (into dir). It returns the program each tool
+// runs, the tools found, in order, and the hload binary ("" when no case
+// runs it); a missing tool is said on out and listed in rep.Missing.
+func findTools(ctx context.Context, o options, dir string, out io.Writer, rep *report) (programs map[*tool]string, ready []*tool, hload string, err error) {
+	programs = map[*tool]string{}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for _, t := range o.tools {
+		if t.self {
+			programs[t] = self
+		}
+		if t.program == "" {
+			continue
+		}
+		if programs[t], err = exec.LookPath(t.program); err != nil {
+			fmt.Fprintf(out, "%s: missing, skipped; install: %s\n", t.name, t.install)
+			rep.Missing = append(rep.Missing, t.name)
+		}
+	}
+	if o.requireAll && len(rep.Missing) > 0 {
+		return nil, nil, "", fmt.Errorf("-require-all: missing %s; scripts/peers.sh installs them", strings.Join(rep.Missing, ", "))
+	}
+	echo := false
+	for _, t := range o.tools {
+		echo = echo || t.counted == "echo"
+	}
+	for _, t := range o.tools {
+		if t.program == "" && !t.self {
+			if hload == "" {
+				if hload, err = buildHload(ctx, dir, echo); err != nil {
+					return nil, nil, "", err
+				}
+			}
+			programs[t] = hload
+		}
+		if programs[t] != "" {
+			ready = append(ready, t)
+			if len(rep.Cases) == 0 || rep.Cases[len(rep.Cases)-1] != t.caseName {
+				rep.Cases = append(rep.Cases, t.caseName)
+			}
+		}
+	}
+	return programs, ready, hload, nil
+}
+
+// profileDir makes -profile's folder and returns its absolute path. It
+// copies the hload binary there, beside its profiles, for pprof's source
+// view.
+func profileDir(dir, hload string) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err == nil && hload != "" {
+		err = copyFile(hload, filepath.Join(dir, "hload"))
+	}
+	return dir, err
+}
+
+// benchRun is what every run of a tool needs: the options, the server,
+// the pinning and the programs found.
+type benchRun struct {
+	o        options
+	out      io.Writer
+	dir      string // the runs' files, each under its run's name
+	pin      pinning
+	srv      *server
+	programs map[*tool]string
+}
+
+// announce says what is measured, where and how, and splits the tools
+// into those run once a round (fixed) and those that sweep the rates.
+func (b *benchRun) announce(ready []*tool, rep *report) (fixed, sweepers []*tool) {
+	o, out := b.o, b.out
 	where := "pinned: server on core 1, each tool on core 0 (taskset)"
 	if !rep.Pinned {
-		where = pin.why
+		where = b.pin.why
 	}
-	fmt.Fprintf(out, "target %s (net/http, %d-byte body), echo %s; %s\n", srv.url, len(body), srv.echoAddr, where)
+	fmt.Fprintf(out, "target %s (net/http, %d-byte body), echo %s; %s\n", b.srv.url, len(body), b.srv.echoAddr, where)
 	fmt.Fprintf(out, "cases %s; %d connections in the closed-model cases, %s per tool, %s; load average %s\n",
 		strings.Join(rep.Cases, ","), o.connections, o.duration, plural(o.rounds, "round"), rep.LoadAvgStart)
-	var fixed, sweepers []*tool
 	for _, t := range ready {
 		if t.note != "" {
 			fmt.Fprintf(out, "%s: %s\n", t.name, t.note)
@@ -347,25 +397,21 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 		rep.SweepRates = o.sweepRates
 		fmt.Fprintf(out, "open-sweep: %s/s, each for %s, up to the first rate a tool does not send in full\n", joinInts(o.sweepRates), o.duration)
 	}
+	return fixed, sweepers
+}
 
-	// runTool runs a tool once; name is the run's, for its files and its
-	// profile.
-	runTool := func(t *tool, name string, rate int) (result, error) {
-		r := toolRun{url: srv.url, echoAddr: srv.echoAddr, duration: o.duration, connections: o.connections, rate: rate,
-			program: programs[t], files: filepath.Join(dir, name)}
-		if o.profileDir != "" && t.program == "" && !t.self {
-			r.env = []string{"HLOAD_CPUPROFILE=" + filepath.Join(o.profileDir, name)}
-		}
-		return runOnce(ctx, pin, srv, t, r)
-	}
-	var failed []string
+// rounds runs the rounds: each fixed tool once, then the sweep, adding
+// the results to rep. It returns the runs that failed; err is set only
+// when the bench was interrupted.
+func (b *benchRun) rounds(ctx context.Context, fixed, sweepers []*tool, rep *report) (failed []string, err error) {
+	o, out := b.o, b.out
 	for round := 1; round <= o.rounds; round++ {
 		var results []result
 		for _, t := range fixed {
 			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+				return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
 			}
-			res, err := runTool(t, fmt.Sprintf("%s-%d", t.name, round), t.rate)
+			res, err := b.runTool(ctx, t, fmt.Sprintf("%s-%d", t.name, round), t.rate)
 			res.Round = round
 			if err != nil {
 				res.Error = err.Error()
@@ -379,19 +425,32 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 			continue
 		}
 		sweeps, fails := sweepRound(o.sweepRates, sweepers, round, func(t *tool, rate int) (result, error) {
-			return runTool(t, fmt.Sprintf("%s-%d-%d", t.name, rate, round), rate)
+			return b.runTool(ctx, t, fmt.Sprintf("%s-%d-%d", t.name, rate, round), rate)
 		})
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("interrupted: %w", context.Cause(ctx))
 		}
 		printSweep(out, fmt.Sprintf("round %d of %d, case open-sweep", round, o.rounds), o.duration, sweeps)
 		rep.Sweeps = append(rep.Sweeps, sweeps...)
 		failed = append(failed, fails...)
 	}
-	if err := srv.check(); err != nil {
-		failed = append(failed, "after the runs: "+err.Error())
-	}
+	return failed, nil
+}
 
+// runTool runs a tool once; name is the run's, for its files and its
+// profile.
+func (b *benchRun) runTool(ctx context.Context, t *tool, name string, rate int) (result, error) {
+	r := toolRun{url: b.srv.url, echoAddr: b.srv.echoAddr, duration: b.o.duration, connections: b.o.connections, rate: rate,
+		program: b.programs[t], files: filepath.Join(b.dir, name)}
+	if b.o.profileDir != "" && t.program == "" && !t.self {
+		r.env = []string{"HLOAD_CPUPROFILE=" + filepath.Join(b.o.profileDir, name)}
+	}
+	return runOnce(ctx, b.pin, b.srv, t, r)
+}
+
+// finish computes the medians, the ratios and the sweep's medians,
+// prints them and writes -json.
+func finish(out io.Writer, o options, rep *report) error {
 	rep.Medians = medians(rep.Runs)
 	rep.Ratios = ratios(rep.Medians, rep.Pinned)
 	rep.SweepMedians = sweepMedians(rep.Sweeps)
@@ -407,18 +466,15 @@ func bench(ctx context.Context, o options, out io.Writer) error {
 	for _, name := range rep.Missing {
 		fmt.Fprintf(out, "%s was missing and skipped\n", name)
 	}
-
-	if o.jsonPath != "" {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonPath, append(data, '\n'), 0o644); err != nil {
-			return fmt.Errorf("-json: %w", err)
-		}
+	if o.jsonPath == "" {
+		return nil
 	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%s failed:\n  %s", plural(len(failed), "run"), strings.Join(failed, "\n  "))
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.jsonPath, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("-json: %w", err)
 	}
 	return nil
 }

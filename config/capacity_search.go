@@ -77,21 +77,12 @@ func (CapacitySearch) Name() string { return executorCapacitySearch }
 // decodeCapacitySearch builds a capacity-search executor. The caller has
 // checked that only executor attributes of capacity-search are set.
 func (l *loader) decodeCapacitySearch(attrs hcl.Attributes) (Executor, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
 	e := CapacitySearch{Model: ModelOpen, MinGain: defaultMinGain, TimeUnit: defaultTimeUnit}
-	if a := attrs["model"]; a != nil {
-		m, ok, d := l.stringAttr(a, scenarioWhere)
-		diags = append(diags, d...)
-		switch {
-		case !ok:
-		case m == ModelOpen || m == ModelClosed:
-			e.Model = m
-		default:
-			diags = append(diags, errorDiag(a.Expr.Range(), "Invalid model",
-				`model is "open" (the steps are arrival rates, the default) or "closed" (the steps are virtual users); got %q.`, m))
-			return nil, diags
-		}
+	model, ok, diags := l.capacityModel(attrs["model"])
+	if !ok {
+		return nil, diags
 	}
+	e.Model = model
 	diags = append(diags, checkModelAttributes(e.Model, attrs)...)
 	if diags.HasErrors() {
 		return nil, diags
@@ -100,35 +91,7 @@ func (l *loader) decodeCapacitySearch(attrs hcl.Attributes) (Executor, hcl.Diagn
 	var d hcl.Diagnostics
 	e.StepDuration, _, d = l.durationAttr(attrs["step_duration"], true, scenarioWhere)
 	diags = append(diags, d...)
-	if a := attrs["min_gain"]; a != nil {
-		if v, ok, d := l.numberAttr(a); ok {
-			if v <= 0 || v > 100 {
-				diags = append(diags, errorDiag(a.Expr.Range(), "Invalid min_gain",
-					"min_gain is a percentage above 0 and at most 100: a step whose throughput grew by less than min_gain percent of its load's growth, "+
-						"while its latency grew, is past the saturation point; got %g.", v))
-			} else {
-				e.MinGain = v
-			}
-		} else {
-			diags = append(diags, d...)
-		}
-	}
-	if a := attrs["max_error_rate"]; a != nil {
-		if v, ok, d := l.numberAttr(a); ok {
-			if v <= 0 || v >= 1 {
-				diags = append(diags, errorDiag(a.Expr.Range(), "Invalid max_error_rate",
-					"max_error_rate is the share of failed calls that stops the search, a fraction above 0 and below 1, such as 0.05 for 5 %%; got %g.", v))
-			} else {
-				e.MaxErrorRate = v
-			}
-		} else {
-			diags = append(diags, d...)
-		}
-	}
-	if a := attrs["max_p95"]; a != nil {
-		e.MaxP95, _, d = l.durationAttr(a, true, scenarioWhere)
-		diags = append(diags, d...)
-	}
+	diags = append(diags, l.decodeStopRules(&e, attrs)...)
 
 	steps, stepsOK, d := l.capacitySteps(e.Model, attrs)
 	diags = append(diags, d...)
@@ -157,6 +120,60 @@ func (l *loader) decodeCapacitySearch(attrs hcl.Attributes) (Executor, hcl.Diagn
 		diags = append(diags, d...)
 	}
 	return e, diags
+}
+
+// capacityModel reads the model of a search, open by default. ok is
+// false when the model is unknown, reported.
+func (l *loader) capacityModel(a *hcl.Attribute) (model string, ok bool, diags hcl.Diagnostics) {
+	if a == nil {
+		return ModelOpen, true, nil
+	}
+	m, ok, diags := l.stringAttr(a, scenarioWhere)
+	switch {
+	case !ok:
+		return ModelOpen, true, diags
+	case m == ModelOpen || m == ModelClosed:
+		return m, true, diags
+	}
+	return "", false, append(diags, errorDiag(a.Expr.Range(), "Invalid model",
+		`model is "open" (the steps are arrival rates, the default) or "closed" (the steps are virtual users); got %q.`, m))
+}
+
+// decodeStopRules reads into e the bounds that end a search before its
+// last step: min_gain, max_error_rate and max_p95.
+func (l *loader) decodeStopRules(e *CapacitySearch, attrs hcl.Attributes) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if a := attrs["min_gain"]; a != nil {
+		if v, ok, d := l.numberAttr(a); ok {
+			if v <= 0 || v > 100 {
+				diags = append(diags, errorDiag(a.Expr.Range(), "Invalid min_gain",
+					"min_gain is a percentage above 0 and at most 100: a step whose throughput grew by less than min_gain percent of its load's growth, "+
+						"while its latency grew, is past the saturation point; got %g.", v))
+			} else {
+				e.MinGain = v
+			}
+		} else {
+			diags = append(diags, d...)
+		}
+	}
+	if a := attrs["max_error_rate"]; a != nil {
+		if v, ok, d := l.numberAttr(a); ok {
+			if v <= 0 || v >= 1 {
+				diags = append(diags, errorDiag(a.Expr.Range(), "Invalid max_error_rate",
+					"max_error_rate is the share of failed calls that stops the search, a fraction above 0 and below 1, such as 0.05 for 5 %%; got %g.", v))
+			} else {
+				e.MaxErrorRate = v
+			}
+		} else {
+			diags = append(diags, d...)
+		}
+	}
+	if a := attrs["max_p95"]; a != nil {
+		var d hcl.Diagnostics
+		e.MaxP95, _, d = l.durationAttr(a, true, scenarioWhere)
+		diags = append(diags, d...)
+	}
+	return diags
 }
 
 // checkModelAttributes reports attributes of the other model, and
@@ -203,21 +220,7 @@ func (l *loader) capacitySteps(model string, attrs hcl.Attributes) (steps []floa
 	n := namesFor(model)
 	startAttr, maxAttr, factorAttr, stepsAttr := attrs[n.start], attrs[n.max], attrs["step_factor"], attrs["steps"]
 	if stepsAttr != nil {
-		for _, a := range []*hcl.Attribute{factorAttr, startAttr, maxAttr} {
-			if a == nil {
-				continue
-			}
-			what := "its first step is the start"
-			switch a.Name {
-			case "step_factor":
-				what = "no factor is needed"
-			case n.max:
-				what = "its last step is the highest load"
-			}
-			diags = append(diags, errorDiag(a.NameRange, fmt.Sprintf("%s and steps both set", a.Name),
-				"steps lists every load of the search, so %s. Remove %s, or remove steps and search from %s by step_factor up to %s.",
-				what, a.Name, n.start, n.max))
-		}
+		diags = stepsConflicts(n, factorAttr, startAttr, maxAttr)
 		if diags.HasErrors() {
 			return nil, false, diags
 		}
@@ -225,29 +228,14 @@ func (l *loader) capacitySteps(model string, attrs hcl.Attributes) (steps []floa
 	}
 
 	if startAttr == nil || maxAttr == nil {
-		missing := n.start
-		if startAttr != nil {
-			missing = n.max
-		}
-		if startAttr == nil && maxAttr == nil {
-			missing = n.start + " and " + n.max
-		}
-		return nil, false, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-			Summary: "Missing " + missing + " for the capacity-search executor",
-			Detail: fmt.Sprintf("A capacity search steps its load from %s up to %s by step_factor (%g by default), "+
-				"or follows an explicit steps list, such as steps = [50, 100, 150, 200]. Set %s.", n.start, n.max, defaultStepFactor, missing),
-			Subject: anyRange(attrs).Ptr()})
+		return nil, false, hcl.Diagnostics{missingStepRange(n, attrs, startAttr, maxAttr)}
 	}
 	factor := defaultStepFactor
 	if factorAttr != nil {
-		v, fok, d := l.numberAttr(factorAttr)
+		v, fok, d := l.stepFactor(factorAttr)
 		diags = append(diags, d...)
 		if !fok {
 			return nil, false, diags
-		}
-		if v <= 1 || math.IsInf(v, 0) {
-			return nil, false, append(diags, errorDiag(factorAttr.Expr.Range(), "Invalid step_factor",
-				"step_factor multiplies the load from one step to the next, so it must be above 1, such as 1.25; got %g.", v))
 		}
 		factor = v
 	}
@@ -262,10 +250,83 @@ func (l *loader) capacitySteps(model string, attrs hcl.Attributes) (steps []floa
 		return nil, false, append(diags, errorDiag(maxAttr.Expr.Range(), "Invalid "+n.max,
 			"%s (%g) must be above %s (%g): the search steps its load up from %s to %s.", n.max, peak, n.start, start, n.start, n.max))
 	}
-	steps = []float64{start}
+	steps = geometricSteps(start, peak, factor, n.whole)
+	if len(steps) > maxCapacitySteps {
+		// Without step_factor the default is too small for the range, so
+		// the error points at the range's top.
+		subject := maxAttr
+		if factorAttr != nil {
+			subject = factorAttr
+		}
+		return nil, false, append(diags, errorDiag(subject.Expr.Range(), "Too many steps",
+			"From %s %g to %s %g by a step_factor of %g takes more than %d steps. Raise step_factor, or narrow the range.",
+			n.start, start, n.max, peak, factor, maxCapacitySteps))
+	}
+	return steps, true, diags
+}
+
+// stepsConflicts reports the attributes set beside an explicit steps
+// list, which already gives every load.
+func stepsConflicts(n capacityNames, attrs ...*hcl.Attribute) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, a := range attrs {
+		if a == nil {
+			continue
+		}
+		what := "its first step is the start"
+		switch a.Name {
+		case "step_factor":
+			what = "no factor is needed"
+		case n.max:
+			what = "its last step is the highest load"
+		}
+		diags = append(diags, errorDiag(a.NameRange, fmt.Sprintf("%s and steps both set", a.Name),
+			"steps lists every load of the search, so %s. Remove %s, or remove steps and search from %s by step_factor up to %s.",
+			what, a.Name, n.start, n.max))
+	}
+	return diags
+}
+
+// missingStepRange reports a search without steps that lacks its start
+// or its max (or both), which step_factor needs.
+func missingStepRange(n capacityNames, attrs hcl.Attributes, startAttr, maxAttr *hcl.Attribute) *hcl.Diagnostic {
+	missing := n.start
+	if startAttr != nil {
+		missing = n.max
+	}
+	if startAttr == nil && maxAttr == nil {
+		missing = n.start + " and " + n.max
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError,
+		Summary: "Missing " + missing + " for the capacity-search executor",
+		Detail: fmt.Sprintf("A capacity search steps its load from %s up to %s by step_factor (%g by default), "+
+			"or follows an explicit steps list, such as steps = [50, 100, 150, 200]. Set %s.", n.start, n.max, defaultStepFactor, missing),
+		Subject: anyRange(attrs).Ptr()}
+}
+
+// stepFactor reads step_factor, which must be above 1 and finite.
+func (l *loader) stepFactor(a *hcl.Attribute) (float64, bool, hcl.Diagnostics) {
+	v, ok, diags := l.numberAttr(a)
+	if !ok {
+		return 0, false, diags
+	}
+	if v <= 1 || math.IsInf(v, 0) {
+		return 0, false, append(diags, errorDiag(a.Expr.Range(), "Invalid step_factor",
+			"step_factor multiplies the load from one step to the next, so it must be above 1, such as 1.25; got %g.", v))
+	}
+	return v, true, diags
+}
+
+// geometricSteps multiplies the load by factor from start until it
+// reaches peak, the last step. Rates are rounded to hundredths and VUs
+// (whole) up to the next whole one, at least one more than the step
+// before. Past maxCapacitySteps it stops early and returns one step more
+// than the bound, for the caller to report.
+func geometricSteps(start, peak, factor float64, whole bool) []float64 {
+	steps := []float64{start}
 	for load := start; ; {
 		next := load * factor
-		if n.whole {
+		if whole {
 			next = max(load+1, math.Ceil(next-1e-9))
 		} else {
 			next = math.Round(next*100) / 100
@@ -276,13 +337,7 @@ func (l *loader) capacitySteps(model string, attrs hcl.Attributes) (steps []floa
 		steps = append(steps, next)
 		load = next
 	}
-	steps = append(steps, peak)
-	if len(steps) > maxCapacitySteps {
-		return nil, false, append(diags, errorDiag(factorAttr.Expr.Range(), "Too many steps",
-			"From %s %g to %s %g by a step_factor of %g takes more than %d steps. Raise step_factor, or narrow the range.",
-			n.start, start, n.max, peak, factor, maxCapacitySteps))
-	}
-	return steps, true, diags
+	return append(steps, peak)
 }
 
 // stepsList reads an explicit steps list: at least two loads, strictly

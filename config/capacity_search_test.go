@@ -2,8 +2,11 @@ package config
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 func TestCapacitySearchExecutor(t *testing.T) {
@@ -59,6 +62,49 @@ func TestCapacitySearchExecutor(t *testing.T) {
 			test := mustParse(t, openScenario(tt.attrs), testOptions())
 			if got := test.Scenarios[0].Executor; !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("executor = %#v\nwant       %#v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCapacitySearchBounds checks min_gain and max_error_rate at the
+// edges of their ranges: min_gain is above 0 and at most 100,
+// max_error_rate above 0 and below 1.
+func TestCapacitySearchBounds(t *testing.T) {
+	tests := []struct {
+		attr string
+		err  string // "" when it loads
+	}{
+		{"min_gain = 100", ""},
+		{"min_gain = 0.5", ""},
+		{"min_gain = 0", "Invalid min_gain"},
+		{"min_gain = 100.5", "Invalid min_gain"},
+		{"max_error_rate = 0.99", ""},
+		{"max_error_rate = 1", "Invalid max_error_rate"},
+		{"max_error_rate = 0", "Invalid max_error_rate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.attr, func(t *testing.T) {
+			test, diags := parseString(t, openScenario(`
+  executor      = "capacity-search"
+  step_duration = "30s"
+  steps         = [10, 20]
+  `+tt.attr), testOptions())
+			if tt.err == "" {
+				if diags.HasErrors() {
+					t.Fatal(render(t, test, diags))
+				}
+				return
+			}
+			errs := diags.Errs()
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tt.err) {
+				t.Fatalf("want one error %q, got:\n%s", tt.err, render(t, test, diags))
+			}
+			// The subject is the value, on the attribute's line (line 8 of
+			// openScenario's test, indented by two spaces).
+			col := len("  ") + strings.Index(tt.attr, "= ") + len("= ") + 1
+			if d := errs[0].(*hcl.Diagnostic); d.Subject == nil || d.Subject.Start.Line != 8 || d.Subject.Start.Column != col {
+				t.Errorf("error at %v, want the value at 8:%d", d.Subject, col)
 			}
 		})
 	}

@@ -279,9 +279,6 @@ func (f *Feeder) load(dir string, delimiter rune) *hcl.Diagnostic {
 		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read data file", Detail: capitalize(err.Error()) + "."}
 	}
 	defer file.Close()
-	problem := func(summary, detail string, args ...any) *hcl.Diagnostic {
-		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...)}
-	}
 	// The file's size bounds the bytes of its fields, since quotes,
 	// delimiters and line breaks are dropped, so the fields never move.
 	var fields strings.Builder
@@ -293,64 +290,15 @@ func (f *Feeder) load(dir string, delimiter rune) *hcl.Diagnostic {
 	r.Comma = delimiter
 	r.ReuseRecord = true // the fields are copied into one string anyway
 	r.FieldsPerRecord = 0
-	header, err := r.Read()
-	switch {
-	case errors.Is(err, io.EOF):
-		return problem("Empty data file",
-			"%q is empty. Its first line must be a header that names the columns, such as email,password.", f.Path)
-	case err != nil:
-		return csvProblem(f.Path, err)
+	if d := f.readHeader(r); d != nil {
+		return d
 	}
-	f.columns = slices.Clone(header)
-	// Spreadsheets often start a UTF-8 file with a byte order mark, which
-	// is not part of the first column's name.
-	f.columns[0] = strings.TrimPrefix(f.columns[0], "\uFEFF")
-	seen := make(map[string]int, len(f.columns))
-	for i, name := range f.columns {
-		line, _ := r.FieldPos(i)
-		switch earlier, dup := seen[name]; {
-		case !utf8.ValidString(name):
-			return problem("Invalid data file", "Line %d of %q is not valid UTF-8 text.", line, f.Path)
-		case name == "":
-			return problem("Empty column name",
-				"Column %d of the header of %q (line %d) has no name. Every column needs one, for data.%s.<column>.",
-				i+1, f.Path, line, f.Name)
-		case dup:
-			return problem("Duplicate column name",
-				"The header of %q (line %d) names column %q twice, as columns %d and %d. Each column needs its own name.",
-				f.Path, line, name, earlier+1, i+1)
-		}
-		seen[name] = i
-	}
-
-	for {
-		record, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount) {
-			return problem("Wrong number of fields",
-				"Line %d of %q has %s, but the header names %s (%s). Quote a field that holds the delimiter.",
-				pe.StartLine, f.Path, plural(len(record), "field"), plural(len(f.columns), "column"), quoteList(f.columns))
-		}
-		if err != nil {
-			return csvProblem(f.Path, err)
-		}
-		for _, field := range record {
-			if !utf8.ValidString(field) {
-				line, _ := r.FieldPos(0)
-				return problem("Invalid data file", "Line %d of %q is not valid UTF-8 text.", line, f.Path)
-			}
-			fields.WriteString(field)
-			if fields.Len() > math.MaxUint32 {
-				return problem("Data file too large", "The fields of %q take more than 4 GiB.", f.Path)
-			}
-			f.ends = append(f.ends, uint32(fields.Len()))
-		}
+	if d := f.readRows(r, &fields); d != nil {
+		return d
 	}
 	f.rows = len(f.ends) / len(f.columns)
 	if f.rows == 0 {
-		return problem("No rows in data file",
+		return dataProblem("No rows in data file",
 			"%q has a header (%s) but no rows, so there is nothing to feed. Add a row after the header.",
 			f.Path, quoteList(f.columns))
 	}
@@ -364,6 +312,76 @@ func (f *Feeder) load(dir string, delimiter rune) *hcl.Diagnostic {
 		f.ends = slices.Clone(f.ends)
 	}
 	return nil
+}
+
+// readHeader reads the file's first line into f.columns: every column
+// named, once, in UTF-8.
+func (f *Feeder) readHeader(r *csv.Reader) *hcl.Diagnostic {
+	header, err := r.Read()
+	switch {
+	case errors.Is(err, io.EOF):
+		return dataProblem("Empty data file",
+			"%q is empty. Its first line must be a header that names the columns, such as email,password.", f.Path)
+	case err != nil:
+		return csvProblem(f.Path, err)
+	}
+	f.columns = slices.Clone(header)
+	// Spreadsheets often start a UTF-8 file with a byte order mark, which
+	// is not part of the first column's name.
+	f.columns[0] = strings.TrimPrefix(f.columns[0], "\uFEFF")
+	seen := make(map[string]int, len(f.columns))
+	for i, name := range f.columns {
+		line, _ := r.FieldPos(i)
+		switch earlier, dup := seen[name]; {
+		case !utf8.ValidString(name):
+			return dataProblem("Invalid data file", "Line %d of %q is not valid UTF-8 text.", line, f.Path)
+		case name == "":
+			return dataProblem("Empty column name",
+				"Column %d of the header of %q (line %d) has no name. Every column needs one, for data.%s.<column>.",
+				i+1, f.Path, line, f.Name)
+		case dup:
+			return dataProblem("Duplicate column name",
+				"The header of %q (line %d) names column %q twice, as columns %d and %d. Each column needs its own name.",
+				f.Path, line, name, earlier+1, i+1)
+		}
+		seen[name] = i
+	}
+	return nil
+}
+
+// readRows reads the rows after the header into fields, one string for
+// the whole file, and records where each field ends in f.ends.
+func (f *Feeder) readRows(r *csv.Reader, fields *strings.Builder) *hcl.Diagnostic {
+	for {
+		record, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) && errors.Is(err, csv.ErrFieldCount) {
+			return dataProblem("Wrong number of fields",
+				"Line %d of %q has %s, but the header names %s (%s). Quote a field that holds the delimiter.",
+				pe.StartLine, f.Path, plural(len(record), "field"), plural(len(f.columns), "column"), quoteList(f.columns))
+		}
+		if err != nil {
+			return csvProblem(f.Path, err)
+		}
+		for _, field := range record {
+			if !utf8.ValidString(field) {
+				line, _ := r.FieldPos(0)
+				return dataProblem("Invalid data file", "Line %d of %q is not valid UTF-8 text.", line, f.Path)
+			}
+			fields.WriteString(field)
+			if fields.Len() > math.MaxUint32 {
+				return dataProblem("Data file too large", "The fields of %q take more than 4 GiB.", f.Path)
+			}
+			f.ends = append(f.ends, uint32(fields.Len()))
+		}
+	}
+}
+
+// dataProblem is a data file's error; the caller sets the subject.
+func dataProblem(summary, detail string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(detail, args...)}
 }
 
 // csvProblem reports a file that is not valid CSV, with the line.

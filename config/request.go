@@ -1012,12 +1012,6 @@ func (r *Request) delivery(c *call) (Delivery, hcl.Diagnostics) {
 	return delivery, diags
 }
 
-// NewStaticRequest returns a request whose attributes are the fixed object
-// value, for tests of the packages that run requests.
-func NewStaticRequest(name, target, protocol string, weight int, value cty.Value) *Request {
-	return &Request{Name: name, Target: target, Protocol: protocol, Weight: weight, value: value}
-}
-
 // dynamicAttr is a request attribute evaluated per call.
 type dynamicAttr struct {
 	key  string         // in the request's value

@@ -120,9 +120,11 @@ func TestRequestValueConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-func TestNewStaticRequest(t *testing.T) {
+// TestStaticRequestValue checks that a request without dynamic
+// attributes returns its fixed value, whatever the iteration.
+func TestStaticRequestValue(t *testing.T) {
 	want := cty.ObjectVal(map[string]cty.Value{"path": cty.StringVal("/")})
-	r := NewStaticRequest("r", "shop", "http", 3, want)
+	r := &Request{Name: "r", Target: "shop", Protocol: "http", Weight: 3, value: want}
 	got, diags := r.Value(Iteration{VU: 1})
 	if diags != nil || !got.RawEquals(want) || r.Dynamic() || r.Weight != 3 {
 		t.Errorf("Value = %#v, %v", got, diags)

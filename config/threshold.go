@@ -58,6 +58,8 @@ func (l *loader) decodeThresholds(blocks []*hcl.Block) hcl.Diagnostics {
 	return diags
 }
 
+// decodeThreshold decodes one threshold block: the metric it watches,
+// the filters that narrow it, its condition and whether it aborts.
 func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	t := &Threshold{DeclRange: b.DefRange}
 	content, diags := b.Body.Content(thresholdSchema)
@@ -65,8 +67,7 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 	var d hcl.Diagnostics
 
 	metricOK := false
-	metricAttr := attrs["metric"]
-	if attr := metricAttr; attr != nil {
+	if attr := attrs["metric"]; attr != nil {
 		t.Metric, metricOK, d = l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 		if metricOK && t.Metric == "" {
@@ -75,7 +76,29 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 				"Name the metric the threshold watches: latency, errors, rps, checks, flow_duration, flow_failures or a protocol metric such as ttfb."))
 		}
 	}
+	scenario, d := l.decodeThresholdFilters(t, attrs)
+	diags = append(diags, d...)
+	if metricOK && !diags.HasErrors() {
+		// The filters are known, so the requests or flows the threshold
+		// watches are.
+		d = l.checkThresholdWatches(t, scenario, attrs)
+		diags = append(diags, d...)
+		metricOK = !d.HasErrors()
+	}
+	if attr := attrs["condition"]; attr != nil {
+		diags = append(diags, l.decodeThresholdCondition(t, attr, metricOK)...)
+	}
+	if attr := attrs["abort"]; attr != nil {
+		t.Abort, _, d = l.boolAttr(attr, thresholdWhere)
+		diags = append(diags, d...)
+	}
+	return t, diags
+}
 
+// decodeThresholdFilters decodes the scenario, request and flow filters
+// into t. It returns the scenario filtered on, nil for all or unknown.
+func (l *loader) decodeThresholdFilters(t *Threshold, attrs hcl.Attributes) (*Scenario, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
 	var scenario *Scenario
 	if attr := attrs["scenario"]; attr != nil {
 		name, ok, d := l.shownStringAttr(attr, thresholdWhere)
@@ -101,50 +124,54 @@ func (l *loader) decodeThreshold(b *hcl.Block) (*Threshold, hcl.Diagnostics) {
 			}
 		}
 	}
-	flowAttr := attrs["flow"]
-	if attr := flowAttr; attr != nil {
+	if attr := attrs["flow"]; attr != nil {
+		var d hcl.Diagnostics
 		t.Flow, _, d = l.shownStringAttr(attr, thresholdWhere)
 		diags = append(diags, d...)
 	}
-	if metricOK && !diags.HasErrors() {
-		// The filters are known, so the requests or flows the threshold
-		// watches are.
-		if slices.Contains(flowMetrics, t.Metric) {
-			if d := l.checkThresholdFlow(t, scenario, attrs); d.HasErrors() {
-				diags = append(diags, d...)
-				metricOK = false
-			}
-		} else if flowAttr != nil {
-			diags = append(diags, errorDiag(flowAttr.NameRange, "flow filter on a request metric",
-				"%s is measured per request; the flow filter applies to the flow metrics, %s. Watch the requests of a flow with request = \"<name>\", or its whole run with metric = %q.",
-				t.Metric, quoteList(flowMetrics), metrics.MetricFlowDuration))
-			metricOK = false
-		} else if d := l.checkThresholdMetric(t, scenario); d != nil {
-			d.Subject = metricAttr.Expr.Range().Ptr()
-			diags = append(diags, d)
-			metricOK = false
+	return scenario, diags
+}
+
+// checkThresholdWatches checks that t's metric is one the requests or
+// flows it watches produce, with a filter that fits the metric's kind.
+// It returns only errors.
+func (l *loader) checkThresholdWatches(t *Threshold, scenario *Scenario, attrs hcl.Attributes) hcl.Diagnostics {
+	if slices.Contains(flowMetrics, t.Metric) {
+		if d := l.checkThresholdFlow(t, scenario, attrs); d.HasErrors() {
+			return d
 		}
+		return nil
 	}
-	if attr := attrs["condition"]; attr != nil {
-		text, ok, d := l.shownStringAttr(attr, thresholdWhere)
-		diags = append(diags, d...)
-		if ok {
-			c, kind, err := parseCondition(text)
-			if err == nil && metricOK {
-				err = checkCondition(t.Metric, c, kind)
-			}
-			if err != nil {
-				diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid threshold condition",
-					"%s %s", capitalize(err.Error())+".", conditionForm))
-			}
-			t.Condition = c
-		}
+	if attr := attrs["flow"]; attr != nil {
+		return hcl.Diagnostics{errorDiag(attr.NameRange, "flow filter on a request metric",
+			"%s is measured per request; the flow filter applies to the flow metrics, %s. Watch the requests of a flow with request = \"<name>\", or its whole run with metric = %q.",
+			t.Metric, quoteList(flowMetrics), metrics.MetricFlowDuration)}
 	}
-	if attr := attrs["abort"]; attr != nil {
-		t.Abort, _, d = l.boolAttr(attr, thresholdWhere)
-		diags = append(diags, d...)
+	if d := l.checkThresholdMetric(t, scenario); d != nil {
+		d.Subject = attrs["metric"].Expr.Range().Ptr()
+		return hcl.Diagnostics{d}
 	}
-	return t, diags
+	return nil
+}
+
+// decodeThresholdCondition decodes the condition into t. Whether the
+// condition fits the metric is checked only when the metric is known
+// good (metricOK), so a bad metric is reported once.
+func (l *loader) decodeThresholdCondition(t *Threshold, attr *hcl.Attribute, metricOK bool) hcl.Diagnostics {
+	text, ok, diags := l.shownStringAttr(attr, thresholdWhere)
+	if !ok {
+		return diags
+	}
+	c, kind, err := parseCondition(text)
+	if err == nil && metricOK {
+		err = checkCondition(t.Metric, c, kind)
+	}
+	if err != nil {
+		diags = append(diags, errorDiag(attr.Expr.Range(), "Invalid threshold condition",
+			"%s %s", capitalize(err.Error())+".", conditionForm))
+	}
+	t.Condition = c
+	return diags
 }
 
 // checkThresholdFlow checks a threshold on a flow metric: it has no

@@ -238,6 +238,7 @@ func TestThresholdMetrics(t *testing.T) {
 		{"start_lateness", "p99 < 10ms", `scenario = "web"`, `No scenario records start_lateness`},
 		{"tffb", "p95 < 1s", "", `Unknown metric "tffb"; No protocol of this test produces a metric named "tffb", so this threshold would never see a sample. Did you mean "ttfb"?`},
 		{"request", "p95 < 1s", "", `Unknown metric "request"`},
+		{"", "p95 < 1s", "", `Empty metric`},
 		// A filter already reported gets no second error on the metric.
 		{"latncy", "p95 < 1s", `scenario = "nope"`, `Unknown scenario "nope"`},
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hload/hload/config"
+	"github.com/hload/hload/metrics"
 	"github.com/hload/hload/protocols"
 	hloadhttp "github.com/hload/hload/protocols/http"
 )
@@ -76,77 +77,67 @@ func writeHCL(t *testing.T, dir, src string) string {
 	return p
 }
 
-// TestUniqueFeederUsesEveryRowOnce: 8 VUs share 1,000 rows; the server
-// sees each row exactly once, and the scenario ends when they run out,
-// long before its iterations would.
-func TestUniqueFeederUsesEveryRowOnce(t *testing.T) {
-	us, url := newUserServer(t)
-	test := loadFeederTest(t, url, "unique", 1000, `
-scenario "signup" {
+// TestFeederModes runs one scenario over users.csv in each mode and
+// checks the rows the server saw:
+//   - unique: 8 VUs share 1,000 rows; the server sees each row exactly
+//     once, and the scenario ends when they run out, long before its
+//     iterations would;
+//   - sequential: 25 iterations over 10 rows walk the rows in order and
+//     wrap around;
+//   - random: 2,000 draws (4 VUs x 500) over 20 rows reach every row.
+func TestFeederModes(t *testing.T) {
+	tests := []struct {
+		mode       string
+		rows       int
+		vus        int
+		iterations int
+		check      func(t *testing.T, us *userServer, sum *metrics.Summary)
+	}{
+		{"unique", 1000, 8, 100000, func(t *testing.T, us *userServer, sum *metrics.Summary) {
+			if got := sum.Scenarios["feed"].Iterations; got != 1000 {
+				t.Errorf("%d iterations, want 1000 (one per row)", got)
+			}
+			if len(us.users) != 1000 {
+				t.Fatalf("server saw %d distinct users, want 1000", len(us.users))
+			}
+			for u, n := range us.users {
+				if n != 1 {
+					t.Errorf("%s sent %d times", u, n)
+				}
+			}
+		}},
+		{"sequential", 10, 1, 25, func(t *testing.T, us *userServer, _ *metrics.Summary) {
+			for i, u := range us.order {
+				if want := fmt.Sprintf("user%d", i%10); u != want {
+					t.Fatalf("iteration %d sent %s, want %s (order %v)", i, u, want, us.order)
+				}
+			}
+			if len(us.order) != 25 {
+				t.Fatalf("%d requests, want 25", len(us.order))
+			}
+		}},
+		{"random", 20, 4, 500, func(t *testing.T, us *userServer, _ *metrics.Summary) {
+			if len(us.users) != 20 {
+				t.Fatalf("random covered %d of 20 rows: %v", len(us.users), us.users)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			us, url := newUserServer(t)
+			test := loadFeederTest(t, url, tt.mode, tt.rows, fmt.Sprintf(`
+scenario "feed" {
   executor   = "iterations"
-  vus        = 8
-  iterations = 100000
+  vus        = %d
+  iterations = %d
   request "r" {
-    path  = "/signup"
+    path  = "/%s"
     query = { user = data.users.name }
   }
-}`)
-	sum := runTest(t, test, Options{})
-	if got := sum.Scenarios["signup"].Iterations; got != 1000 {
-		t.Errorf("%d iterations, want 1000 (one per row)", got)
-	}
-	if len(us.users) != 1000 {
-		t.Fatalf("server saw %d distinct users, want 1000", len(us.users))
-	}
-	for u, n := range us.users {
-		if n != 1 {
-			t.Errorf("%s sent %d times", u, n)
-		}
-	}
-}
-
-// TestSequentialFeederWraps: 25 iterations over 10 rows walk the rows in
-// order and wrap around.
-func TestSequentialFeederWraps(t *testing.T) {
-	us, url := newUserServer(t)
-	test := loadFeederTest(t, url, "sequential", 10, `
-scenario "walk" {
-  executor   = "iterations"
-  vus        = 1
-  iterations = 25
-  request "r" {
-    path  = "/walk"
-    query = { user = data.users.name }
-  }
-}`)
-	runTest(t, test, Options{})
-	for i, u := range us.order {
-		if want := fmt.Sprintf("user%d", i%10); u != want {
-			t.Fatalf("iteration %d sent %s, want %s (order %v)", i, u, want, us.order)
-		}
-	}
-	if len(us.order) != 25 {
-		t.Fatalf("%d requests, want 25", len(us.order))
-	}
-}
-
-// TestRandomFeederCoversRows: 2,000 random draws over 20 rows reach
-// every row.
-func TestRandomFeederCoversRows(t *testing.T) {
-	us, url := newUserServer(t)
-	test := loadFeederTest(t, url, "random", 20, `
-scenario "any" {
-  executor   = "iterations"
-  vus        = 4
-  iterations = 500
-  request "r" {
-    path  = "/any"
-    query = { user = data.users.name }
-  }
-}`)
-	runTest(t, test, Options{})
-	if len(us.users) != 20 {
-		t.Fatalf("random covered %d of 20 rows: %v", len(us.users), us.users)
+}`, tt.vus, tt.iterations, tt.mode))
+			sum := runTest(t, test, Options{})
+			tt.check(t, us, sum)
+		})
 	}
 }
 

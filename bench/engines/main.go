@@ -85,36 +85,11 @@ type client struct {
 }
 
 func run(duration time.Duration, rounds, conns int) error {
-	first, last, err := cpus()
+	base, stop, err := startPinnedServer()
 	if err != nil {
 		return err
 	}
-	srv := exec.Command(os.Args[0], "-serve")
-	srv.Stderr = os.Stderr
-	out, err := srv.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer srv.Process.Kill()
-	var set unix.CPUSet
-	set.Set(last)
-	if err := unix.SchedSetaffinity(srv.Process.Pid, &set); err != nil {
-		return err
-	}
-	set.Zero()
-	set.Set(first)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return err
-	}
-	addr := make([]byte, 64)
-	n, err := out.Read(addr)
-	if err != nil {
-		return err
-	}
-	base := "http://" + string(addr[:n-1])
+	defer stop()
 
 	clients := []client{engine(), fastHTTP(), netHTTP()}
 	rps := map[string][]float64{}
@@ -122,30 +97,12 @@ func run(duration time.Duration, rounds, conns int) error {
 	var sent int64
 	for round := 1; round <= rounds; round++ {
 		for _, c := range clients {
-			senders, stop := c.start(base, conns)
-			var ok, failed atomic.Int64
-			var wg sync.WaitGroup
-			cpu0, t0 := processCPU(), time.Now()
-			deadline := t0.Add(duration)
-			for _, send := range senders {
-				wg.Go(func() {
-					for time.Now().Before(deadline) {
-						if send() {
-							ok.Add(1)
-						} else {
-							failed.Add(1)
-						}
-					}
-				})
+			ok, failed, cpu, wall := drive(c, base, conns, duration)
+			if failed > 0 {
+				return fmt.Errorf("%s: %d requests failed", c.name, failed)
 			}
-			wg.Wait()
-			cpu, wall := processCPU()-cpu0, time.Since(t0)
-			stop()
-			if failed.Load() > 0 {
-				return fmt.Errorf("%s: %d requests failed", c.name, failed.Load())
-			}
-			sent += ok.Load() + failed.Load()
-			r, p := float64(ok.Load())/wall.Seconds(), float64(ok.Load())/cpu.Seconds()
+			sent += ok + failed
+			r, p := float64(ok)/wall.Seconds(), float64(ok)/cpu.Seconds()
 			rps[c.name] = append(rps[c.name], r)
 			perCPU[c.name] = append(perCPU[c.name], p)
 			fmt.Printf("round %d  %-9s %8.0f requests/s  %8.0f requests/CPU-s\n", round, c.name, r, p)
@@ -165,6 +122,71 @@ func run(duration time.Duration, rounds, conns int) error {
 			c.name, median(rps[c.name]), median(perCPU[c.name]), median(perCPU[c.name])/ref)
 	}
 	return nil
+}
+
+// startPinnedServer starts this binary with -serve, pins it to the last
+// CPU and this process to the first, so the clients and the server do
+// not share a core. It returns the server's base URL.
+func startPinnedServer() (base string, stop func(), err error) {
+	first, last, err := cpus()
+	if err != nil {
+		return "", nil, err
+	}
+	srv := exec.Command(os.Args[0], "-serve")
+	srv.Stderr = os.Stderr
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := srv.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() { srv.Process.Kill() }
+	var set unix.CPUSet
+	set.Set(last)
+	if err := unix.SchedSetaffinity(srv.Process.Pid, &set); err != nil {
+		stop()
+		return "", nil, err
+	}
+	set.Zero()
+	set.Set(first)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		stop()
+		return "", nil, err
+	}
+	addr := make([]byte, 64)
+	n, err := out.Read(addr)
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	return "http://" + string(addr[:n-1]), stop, nil
+}
+
+// drive sends GETs from c's senders, one goroutine per connection, for
+// duration, and returns the calls that succeeded and failed, the process's
+// CPU time and the wall time they took.
+func drive(c client, base string, conns int, duration time.Duration) (ok, failed int64, cpu, wall time.Duration) {
+	senders, stop := c.start(base, conns)
+	var okN, failedN atomic.Int64
+	var wg sync.WaitGroup
+	cpu0, t0 := processCPU(), time.Now()
+	deadline := t0.Add(duration)
+	for _, send := range senders {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if send() {
+					okN.Add(1)
+				} else {
+					failedN.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cpu, wall = processCPU()-cpu0, time.Since(t0)
+	stop()
+	return okN.Load(), failedN.Load(), cpu, wall
 }
 
 func engine() client {

@@ -105,6 +105,8 @@ type sample struct {
 	OpenFiles  int64 `json:"open_files"`
 }
 
+// soak builds hload, serves it a target, runs it while sampling the
+// process, then judges the samples and the counts.
 func soak(ctx context.Context, o options, out io.Writer) error {
 	dir, err := os.MkdirTemp("", "hload-soak-")
 	if err != nil {
@@ -121,21 +123,52 @@ func soak(ctx context.Context, o options, out io.Writer) error {
 	}
 
 	var served atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := serve(&served)
 	if err != nil {
 		return err
+	}
+	defer stop()
+	pprofAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	if err := writeTest(filepath.Join(dir, "soak.hcl"), addr, o); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, "apply", "soak.hcl", "--quiet", "--summary-export", "summary.json")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HLOAD_PPROF_ADDR="+pprofAddr)
+	fmt.Fprintf(out, "hload at %d requests/s for %v, sampled every %v (load average %s)\n", o.rate, o.duration, o.every, loadavg.Read())
+	samples, err := sampleRun(cmd, pprofAddr, o.every, out)
+	if err != nil {
+		return err
+	}
+	count, err := summaryCount(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "hload counted %d requests, the server answered %d\n", count, served.Load())
+	return judge(out, samples, o, count, served.Load())
+}
+
+// serve starts the target on a free port of 127.0.0.1: it answers every
+// request and counts it in served, the count hload's must equal.
+func serve(served *atomic.Int64) (addr string, stop func() error, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
 		io.WriteString(w, "soak")
 	})}
 	go srv.Serve(ln)
-	defer srv.Close()
+	return ln.Addr().String(), srv.Close, nil
+}
 
-	pprofAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
+// writeTest writes the soak's test to path: one constant-arrival-rate
+// scenario at o.rate for o.duration against addr.
+func writeTest(path, addr string, o options) error {
 	test := fmt.Sprintf(`
 target "t" {
   base_url = "http://%s"
@@ -148,33 +181,33 @@ scenario "soak" {
     path = "/soak"
   }
 }
-`, ln.Addr(), o.rate, o.duration)
-	if err := os.WriteFile(filepath.Join(dir, "soak.hcl"), []byte(test), 0o644); err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, bin, "apply", "soak.hcl", "--quiet", "--summary-export", "summary.json")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HLOAD_PPROF_ADDR="+pprofAddr)
+`, addr, o.rate, o.duration)
+	return os.WriteFile(path, []byte(test), 0o644)
+}
+
+// sampleRun starts cmd (hload) and samples its process every interval
+// until it exits, printing each sample on out. A sample that cannot be
+// read is said and skipped; hload failing is an error, with its output.
+func sampleRun(cmd *exec.Cmd, pprofAddr string, every time.Duration, out io.Writer) ([]sample, error) {
 	var hloadOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &hloadOut, &hloadOut
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	fmt.Fprintf(out, "hload at %d requests/s for %v, sampled every %v (load average %s)\n", o.rate, o.duration, o.every, loadavg.Read())
 	var samples []sample
-	tick := time.NewTicker(o.every)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for waiting := true; waiting; {
+	for {
 		select {
 		case err := <-done:
-			waiting = false
 			if err != nil {
-				return fmt.Errorf("hload: %v\n%s", err, hloadOut.String())
+				return nil, fmt.Errorf("hload: %v\n%s", err, hloadOut.String())
 			}
+			return samples, nil
 		case <-tick.C:
 			s, err := read(cmd.Process.Pid, pprofAddr)
 			if err != nil {
@@ -187,6 +220,10 @@ scenario "soak" {
 				s.At, float64(s.RSSKB)/1024, float64(s.LiveKB)/1024, s.Goroutines, s.OpenFiles)
 		}
 	}
+}
+
+// summaryCount reads the requests hload counted from its summary JSON.
+func summaryCount(path string) (int64, error) {
 	var sum struct {
 		Scenarios map[string]struct {
 			Requests map[string]struct {
@@ -194,16 +231,14 @@ scenario "soak" {
 			} `json:"requests"`
 		} `json:"scenarios"`
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := json.Unmarshal(data, &sum); err != nil {
-		return err
+		return 0, err
 	}
-	count := sum.Scenarios["soak"].Requests["get"].Count
-	fmt.Fprintf(out, "hload counted %d requests, the server answered %d\n", count, served.Load())
-	return judge(out, samples, o, count, served.Load())
+	return sum.Scenarios["soak"].Requests["get"].Count, nil
 }
 
 // judge prints each figure's growth after the baseline sample and fails
