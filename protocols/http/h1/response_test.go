@@ -225,8 +225,10 @@ func TestNoAllocations(t *testing.T) {
 	}
 }
 
-func TestAppendRequest(t *testing.T) {
-	b := AppendRequestHead(nil, "POST", "/a?b=1", "example.test:8080")
+func TestAppendFields(t *testing.T) {
+	// The engine writes the request line and Host itself (appendRequest
+	// in protocols/http); the fields after them are h1's.
+	b := []byte("POST /a?b=1 HTTP/1.1\r\nHost: example.test:8080\r\n")
 	b = AppendField(b, "X-A", "1")
 	b = AppendContentLength(b, 4)
 	b = append(b, "\r\ndata"...)
