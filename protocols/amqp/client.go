@@ -399,13 +399,7 @@ func (c *Client) consume(ctx context.Context, q *request, emit func(protocols.Sa
 	// The channel's close requeues the messages this call received but
 	// did not ack. Closing waits for the broker, so it is not on the call.
 	defer c.release(ch)
-	if !q.autoAck && q.prefetch > 0 {
-		if err := raw.Qos(q.prefetch, 0, false); err != nil {
-			return c.fail(ctx, s, ch, err)
-		}
-	}
-	tag := fmt.Sprintf("%s-consume-%d", c.prefix, c.seq.Add(1))
-	deliveries, err := raw.Consume(q.queue, tag, q.autoAck, false, false, false, nil)
+	tag, deliveries, err := c.subscribe(raw, q)
 	if err != nil {
 		return c.fail(ctx, s, ch, err)
 	}
@@ -417,23 +411,6 @@ func (c *Client) consume(ctx context.Context, q *request, emit func(protocols.Sa
 	}
 	var count int
 	var received int64
-	take := func(d amqp.Delivery) error {
-		if q.hasReply && d.ReplyTo != "" {
-			reply := amqp.Publishing{CorrelationId: d.CorrelationId, Body: q.reply}
-			if err := raw.PublishWithContext(ctx, "", d.ReplyTo, false, false, reply); err != nil {
-				return err
-			}
-		}
-		if !q.autoAck {
-			if err := d.Ack(false); err != nil {
-				return err
-			}
-		}
-		c.count(d, emit)
-		count++
-		received += int64(len(d.Body))
-		return nil
-	}
 	for {
 		select {
 		case d, open := <-deliveries:
@@ -447,11 +424,13 @@ func (c *Client) consume(ctx context.Context, q *request, emit func(protocols.Sa
 				o.received = received
 				return o
 			}
-			if err := take(d); err != nil {
+			if err := c.take(ctx, raw, q, d, emit); err != nil {
 				o := c.fail(ctx, s, ch, err)
 				o.received = received
 				return o
 			}
+			count++
+			received += int64(len(d.Body))
 			if q.messages > 0 && count >= q.messages {
 				return c.endConsume(q, raw, tag, deliveries, emit, received)
 			}
@@ -466,6 +445,38 @@ func (c *Client) consume(ctx context.Context, q *request, emit func(protocols.Sa
 			return o
 		}
 	}
+}
+
+// subscribe starts the call's consumer on raw, with the request's
+// prefetch when it acks by hand, and returns its tag and its deliveries.
+func (c *Client) subscribe(raw *amqp.Channel, q *request) (string, <-chan amqp.Delivery, error) {
+	if !q.autoAck && q.prefetch > 0 {
+		if err := raw.Qos(q.prefetch, 0, false); err != nil {
+			return "", nil, err
+		}
+	}
+	tag := fmt.Sprintf("%s-consume-%d", c.prefix, c.seq.Add(1))
+	deliveries, err := raw.Consume(q.queue, tag, q.autoAck, false, false, false, nil)
+	return tag, deliveries, err
+}
+
+// take handles one received message: it answers the message's reply_to
+// when the request has a reply, acks it unless auto_ack, and emits its
+// samples.
+func (c *Client) take(ctx context.Context, raw *amqp.Channel, q *request, d amqp.Delivery, emit func(protocols.Sample)) error {
+	if q.hasReply && d.ReplyTo != "" {
+		reply := amqp.Publishing{CorrelationId: d.CorrelationId, Body: q.reply}
+		if err := raw.PublishWithContext(ctx, "", d.ReplyTo, false, false, reply); err != nil {
+			return err
+		}
+	}
+	if !q.autoAck {
+		if err := d.Ack(false); err != nil {
+			return err
+		}
+	}
+	c.count(d, emit)
+	return nil
 }
 
 // endConsume ends a consume that reached its limit. With auto_ack the

@@ -469,83 +469,16 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 
 	h := firstHop(rd)
 	wire := v.firstWire(call, rd, &h)
-	resp := &v.resp
 	for hops := 0; ; hops++ {
-		var cn *h1conn
-		var read int64
-		for attempt := 0; ; attempt++ {
-			var h2 *tls.Conn
-			var err error
-			// Only a call's first request may find HTTP/2: after a
-			// redirect, net/http would send the first request again.
-			cn, h2, err = c.conn(ctx, v, &h, slot, deadline, hops == 0)
-			if h2 != nil {
-				v.handoff(h2)
-				return errHTTP2
-			}
-			if err != nil {
-				out.kind, out.msg = dialFailure(ctx, err, rd.opt.timeout)
-				return nil
-			}
-			if !cn.answered && cn.tcp.reported.CompareAndSwap(false, true) {
-				out.newConn = true
-				out.connect += cn.tcp.connect
-				out.connected = cn.tcp.connected
-			}
-			if !v.use(ctx, cn, deadline, rd.opt.timeout) {
-				v.drop(cn)
-				out.kind, out.msg = protocols.ErrInterrupted, "the run ended before the response"
-				return nil
-			}
-			read = cn.rd.Read
-			n, err := cn.send(wire)
-			if err == nil {
-				break
-			}
-			v.drop(cn)
-			if n == 0 && cn.kept() && attempt == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
-				// Nothing of the request was written on a reused
-				// connection: the server cannot have seen it, and a new
-				// connection carries it, once.
-				continue
-			}
-			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, n > 0, false, cn.kept())
+		// Only a call's first request may find HTTP/2: after a redirect,
+		// net/http would send the first request again.
+		cn, read, err := c.sendHop(ctx, v, &h, wire, slot, deadline, hops == 0, rd.opt.timeout, out)
+		if err != nil || cn == nil {
+			return err
+		}
+		redirect, ok := c.readHop(ctx, v, cn, &h, &call, read, start, rd.opt.timeout, out)
+		if !ok {
 			return nil
-		}
-		err := cn.readHead(resp, h.method, start, out)
-		if err != nil {
-			v.drop(cn)
-			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, cn.rd.Read > read, cn.kept())
-			return nil
-		}
-		v.served++
-		out.status = resp.Status
-		if resp.SetCookies > 0 {
-			v.setCookies(cookieURL(h.url, h.host), resp)
-		}
-		redirect := c.cfg.follow && len(resp.Location) > 0 && isRedirectStatus(resp.Status)
-		if !redirect && call.KeepHeaders {
-			out.headers = resp.Header()
-		}
-		if !redirect && scans(&call) {
-			out.decodeErr, err = v.scanEngineBody(cn.rd, resp, &call)
-			// A body cut short says nothing whole: as before bodies
-			// streamed, the checks of such a call see none.
-			out.scanned = err == nil
-		} else {
-			_, err = cn.rd.ReadBody(resp, nil, false)
-		}
-		if err != nil {
-			v.drop(cn)
-			out.kind, out.msg = failure(ctx, err, rd.opt.timeout, true, true, cn.kept())
-			return nil
-		}
-		cn.answered = true
-		if resp.Close || cn.rd.Buffered() > 0 {
-			// Bytes past the response are not a response to anything.
-			v.drop(cn)
-		} else {
-			cn.rd.Release()
 		}
 		if !redirect {
 			break
@@ -554,7 +487,7 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 			out.kind, out.msg = protocols.ErrProtocol, fmt.Sprintf("%s %q: %v: stopped after %d", h.method, h.url.String(), errTooManyRedirects, c.cfg.maxRedirects)
 			return nil
 		}
-		next, err := nextHop(&h, resp, c.cfg.baseKey)
+		next, err := nextHop(&h, &v.resp, c.cfg.baseKey)
 		if err != nil {
 			out.kind, out.msg = protocols.ErrProtocol, err.Error()
 			return nil
@@ -569,9 +502,98 @@ func (c *Client) doH1(ctx context.Context, v *vu, call protocols.Call, rd *rende
 		return nil
 	}
 	if rd.opt.expected.failed(out.status) {
-		out.kind, out.msg = statusKind(out.status), statusLine(out.status, resp.Reason, &rd.opt.expected)
+		out.kind, out.msg = statusKind(out.status), statusLine(out.status, v.resp.Reason, &rd.opt.expected)
 	}
 	return nil
+}
+
+// sendHop writes one hop's request on a connection of the VU's slot, kept
+// or new, and returns the connection with the count of bytes it had read
+// before. It returns errHTTP2 when the new connection negotiated HTTP/2
+// (with offerH2 only), and a nil connection when the call failed, with
+// out saying why.
+func (c *Client) sendHop(ctx context.Context, v *vu, h *hop, wire []byte, slot int, deadline time.Time, offerH2 bool, timeout time.Duration, out *outcome) (*h1conn, int64, error) {
+	for attempt := 0; ; attempt++ {
+		cn, h2, err := c.conn(ctx, v, h, slot, deadline, offerH2)
+		if h2 != nil {
+			v.handoff(h2)
+			return nil, 0, errHTTP2
+		}
+		if err != nil {
+			out.kind, out.msg = dialFailure(ctx, err, timeout)
+			return nil, 0, nil
+		}
+		if !cn.answered && cn.tcp.reported.CompareAndSwap(false, true) {
+			out.newConn = true
+			out.connect += cn.tcp.connect
+			out.connected = cn.tcp.connected
+		}
+		if !v.use(ctx, cn, deadline, timeout) {
+			v.drop(cn)
+			out.kind, out.msg = protocols.ErrInterrupted, "the run ended before the response"
+			return nil, 0, nil
+		}
+		read := cn.rd.Read
+		n, err := cn.send(wire)
+		if err == nil {
+			return cn, read, nil
+		}
+		v.drop(cn)
+		if n == 0 && cn.kept() && attempt == 0 && ctx.Err() == nil && time.Now().Before(deadline) {
+			// Nothing of the request was written on a reused
+			// connection: the server cannot have seen it, and a new
+			// connection carries it, once.
+			continue
+		}
+		out.kind, out.msg = failure(ctx, err, timeout, n > 0, false, cn.kept())
+		return nil, 0, nil
+	}
+}
+
+// readHop reads one hop's response on cn into v.resp: its head, then its
+// body, scanned for the call's checks and captures unless it is a redirect
+// to follow, and keeps cn for the next call when it can carry one. read is
+// what cn had read before the request. It reports whether the response is
+// a redirect to follow, and ok false when the call failed, with out saying
+// why.
+func (c *Client) readHop(ctx context.Context, v *vu, cn *h1conn, h *hop, call *protocols.Call, read int64, start time.Time, timeout time.Duration, out *outcome) (redirect, ok bool) {
+	resp := &v.resp
+	err := cn.readHead(resp, h.method, start, out)
+	if err != nil {
+		v.drop(cn)
+		out.kind, out.msg = failure(ctx, err, timeout, true, cn.rd.Read > read, cn.kept())
+		return false, false
+	}
+	v.served++
+	out.status = resp.Status
+	if resp.SetCookies > 0 {
+		v.setCookies(cookieURL(h.url, h.host), resp)
+	}
+	redirect = c.cfg.follow && len(resp.Location) > 0 && isRedirectStatus(resp.Status)
+	if !redirect && call.KeepHeaders {
+		out.headers = resp.Header()
+	}
+	if !redirect && scans(call) {
+		out.decodeErr, err = v.scanEngineBody(cn.rd, resp, call)
+		// A body cut short says nothing whole: as before bodies
+		// streamed, the checks of such a call see none.
+		out.scanned = err == nil
+	} else {
+		_, err = cn.rd.ReadBody(resp, nil, false)
+	}
+	if err != nil {
+		v.drop(cn)
+		out.kind, out.msg = failure(ctx, err, timeout, true, true, cn.kept())
+		return false, false
+	}
+	cn.answered = true
+	if resp.Close || cn.rd.Buffered() > 0 {
+		// Bytes past the response are not a response to anything.
+		v.drop(cn)
+	} else {
+		cn.rd.Release()
+	}
+	return redirect, true
 }
 
 // firstWire returns the bytes of the call's first request: the prepared

@@ -301,128 +301,174 @@ func bad(attr string, format string, args ...any) *attrError {
 
 // parseRequest validates a call's request values.
 func parseRequest(r cty.Value, rc *regexCache) (*streamConfig, *attrError) {
-	sc := &streamConfig{reconnectDelay: DefaultReconnectDelay, missGrace: DefaultMissGrace, sentAtUnit: time.Microsecond}
-	str := func(name string) (string, *attrError) {
-		s, err := protocols.StringAttr(r, name)
-		if err != nil {
-			return "", &attrError{attr: name, err: err}
-		}
-		return s, nil
-	}
-	dur := func(name string, def time.Duration) (time.Duration, *attrError) {
-		d, err := protocols.DurationAttr(r, name, def)
-		if err != nil {
-			return 0, &attrError{attr: name, err: err}
-		}
-		return d, nil
-	}
+	sc := &streamConfig{reconnectDelay: DefaultReconnectDelay, missGrace: DefaultMissGrace}
 	var ae *attrError
-	raw, ae := str("url")
-	if ae != nil {
+	if sc.url, ae = parseStreamURL(r); ae != nil {
 		return nil, ae
 	}
-	if raw != "" {
-		if sc.url, ae = absoluteURL(raw); ae != nil {
-			return nil, ae
-		}
-	}
-	if path, ae := str("path"); ae != nil {
-		return nil, ae
-	} else if path != "" {
-		if raw != "" {
-			return nil, bad("path", "set path or url, not both")
-		}
-		sc.url = &url.URL{Path: path}
-	}
-	query, err := mapAttr(r, "query")
-	if err != nil {
-		return nil, &attrError{attr: "query", err: err}
-	}
-	if sc.url != nil && len(query) > 0 {
-		q := sc.url.Query()
-		for _, kv := range query {
-			q.Add(kv[0], kv[1])
-		}
-		sc.url.RawQuery = q.Encode()
-	}
+	var err error
 	if sc.headers, err = mapAttr(r, "headers"); err != nil {
 		return nil, &attrError{attr: "headers", err: err}
 	}
-	if sc.lastEventID, ae = str("last_event_id"); ae != nil {
+	if sc.lastEventID, ae = stringAttr(r, "last_event_id"); ae != nil {
 		return nil, ae
 	}
 	if strings.ContainsAny(sc.lastEventID, "\r\n\x00") {
 		return nil, bad("last_event_id", "last_event_id must not contain line breaks or NUL")
 	}
-	if sc.duration, ae = dur("duration", 0); ae != nil {
+	if ae = parseHold(r, sc); ae != nil {
 		return nil, ae
 	}
-	if sc.events, err = protocols.IntAttr(r, "events", 1, 1<<31, 0); err != nil {
-		return nil, &attrError{attr: "events", err: err}
-	}
-	if sc.reconnect, err = protocols.BoolAttr(r, "reconnect", false); err != nil {
-		return nil, &attrError{attr: "reconnect", err: err}
-	}
-	if sc.reconnectDelay, ae = dur("reconnect_delay", sc.reconnectDelay); ae != nil {
+	if sc.deliveryKey, ae = stringAttr(r, "delivery_key"); ae != nil {
 		return nil, ae
 	}
-	if sc.idleTimeout, ae = dur("idle_timeout", 0); ae != nil {
+	if sc.id, ae = parseExtractor(r, rc, "id_field", "id_regex"); ae != nil {
 		return nil, ae
 	}
-	if sc.missGrace, ae = dur("miss_grace", sc.missGrace); ae != nil {
+	if sc.sentAt, ae = parseExtractor(r, rc, "sent_at_field", "sent_at_regex"); ae != nil {
 		return nil, ae
 	}
-	if sc.deliveryKey, ae = str("delivery_key"); ae != nil {
+	if sc.sentAtUnit, ae = parseSentAtUnit(r); ae != nil {
 		return nil, ae
-	}
-	for _, x := range []struct {
-		field, regex string
-		dst          *extractor
-	}{{"id_field", "id_regex", &sc.id}, {"sent_at_field", "sent_at_regex", &sc.sentAt}} {
-		field, ae := str(x.field)
-		if ae != nil {
-			return nil, ae
-		}
-		re, ae := str(x.regex)
-		if ae != nil {
-			return nil, ae
-		}
-		if field != "" && re != "" {
-			return nil, bad(x.regex, "set %s or %s, not both", x.field, x.regex)
-		}
-		if field != "" {
-			*x.dst = extractor{path: strings.Split(field, ".")}
-		}
-		if re != "" {
-			compiled, err := rc.compile(re)
-			if err != nil {
-				return nil, bad(x.regex, "%s is not a valid regular expression: %v", x.regex, err)
-			}
-			if compiled.NumSubexp() > 1 {
-				return nil, bad(x.regex, "%s may have at most one capture group, the value; it has %d", x.regex, compiled.NumSubexp())
-			}
-			*x.dst = extractor{re: compiled}
-		}
-	}
-	unit, ae := str("sent_at_unit")
-	if ae != nil {
-		return nil, ae
-	}
-	switch unit {
-	case "", "us":
-	case "ms":
-		sc.sentAtUnit = time.Millisecond
-	case "ns":
-		sc.sentAtUnit = time.Nanosecond
-	case "s":
-		sc.sentAtUnit = time.Second
-	default:
-		return nil, bad("sent_at_unit", `sent_at_unit must be "s", "ms", "us" or "ns", not %q`, unit)
 	}
 	if sc.deliveryKey != "" && !sc.id.set() {
 		return nil, bad("delivery_key", "delivery_key needs id_field or id_regex, to read each event's id")
 	}
 	return sc, nil
+}
+
+// stringAttr is protocols.StringAttr with the attribute named in its
+// error.
+func stringAttr(r cty.Value, name string) (string, *attrError) {
+	s, err := protocols.StringAttr(r, name)
+	if err != nil {
+		return "", &attrError{attr: name, err: err}
+	}
+	return s, nil
+}
+
+// durationAttr is protocols.DurationAttr with the attribute named in its
+// error.
+func durationAttr(r cty.Value, name string, def time.Duration) (time.Duration, *attrError) {
+	d, err := protocols.DurationAttr(r, name, def)
+	if err != nil {
+		return 0, &attrError{attr: name, err: err}
+	}
+	return d, nil
+}
+
+// parseStreamURL returns the stream's URL from url, or from path, with
+// query added to it; nil when the request sets neither, and the target's
+// base URL is the stream's.
+func parseStreamURL(r cty.Value) (*url.URL, *attrError) {
+	raw, ae := stringAttr(r, "url")
+	if ae != nil {
+		return nil, ae
+	}
+	var u *url.URL
+	if raw != "" {
+		if u, ae = absoluteURL(raw); ae != nil {
+			return nil, ae
+		}
+	}
+	if path, ae := stringAttr(r, "path"); ae != nil {
+		return nil, ae
+	} else if path != "" {
+		if raw != "" {
+			return nil, bad("path", "set path or url, not both")
+		}
+		u = &url.URL{Path: path}
+	}
+	query, err := mapAttr(r, "query")
+	if err != nil {
+		return nil, &attrError{attr: "query", err: err}
+	}
+	if u != nil && len(query) > 0 {
+		q := u.Query()
+		for _, kv := range query {
+			q.Add(kv[0], kv[1])
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u, nil
+}
+
+// parseHold reads how long the stream is held and how it is kept:
+// duration, events, idle_timeout, reconnect with its delay, and the
+// grace before an expected id counts as missed.
+func parseHold(r cty.Value, sc *streamConfig) *attrError {
+	var ae *attrError
+	var err error
+	if sc.duration, ae = durationAttr(r, "duration", 0); ae != nil {
+		return ae
+	}
+	if sc.events, err = protocols.IntAttr(r, "events", 1, 1<<31, 0); err != nil {
+		return &attrError{attr: "events", err: err}
+	}
+	if sc.reconnect, err = protocols.BoolAttr(r, "reconnect", false); err != nil {
+		return &attrError{attr: "reconnect", err: err}
+	}
+	if sc.reconnectDelay, ae = durationAttr(r, "reconnect_delay", sc.reconnectDelay); ae != nil {
+		return ae
+	}
+	if sc.idleTimeout, ae = durationAttr(r, "idle_timeout", 0); ae != nil {
+		return ae
+	}
+	if sc.missGrace, ae = durationAttr(r, "miss_grace", sc.missGrace); ae != nil {
+		return ae
+	}
+	return nil
+}
+
+// parseExtractor reads how a value is taken from each event: a JSON
+// field (dotted path) or a regular expression's capture, not both; the
+// zero extractor when the request sets neither.
+func parseExtractor(r cty.Value, rc *regexCache, fieldAttr, regexAttr string) (extractor, *attrError) {
+	field, ae := stringAttr(r, fieldAttr)
+	if ae != nil {
+		return extractor{}, ae
+	}
+	re, ae := stringAttr(r, regexAttr)
+	if ae != nil {
+		return extractor{}, ae
+	}
+	if field != "" && re != "" {
+		return extractor{}, bad(regexAttr, "set %s or %s, not both", fieldAttr, regexAttr)
+	}
+	if field != "" {
+		return extractor{path: strings.Split(field, ".")}, nil
+	}
+	if re == "" {
+		return extractor{}, nil
+	}
+	compiled, err := rc.compile(re)
+	if err != nil {
+		return extractor{}, bad(regexAttr, "%s is not a valid regular expression: %v", regexAttr, err)
+	}
+	if compiled.NumSubexp() > 1 {
+		return extractor{}, bad(regexAttr, "%s may have at most one capture group, the value; it has %d", regexAttr, compiled.NumSubexp())
+	}
+	return extractor{re: compiled}, nil
+}
+
+// parseSentAtUnit returns the unit of the send times events carry as
+// numbers: microseconds unless sent_at_unit says otherwise.
+func parseSentAtUnit(r cty.Value) (time.Duration, *attrError) {
+	unit, ae := stringAttr(r, "sent_at_unit")
+	if ae != nil {
+		return 0, ae
+	}
+	switch unit {
+	case "", "us":
+		return time.Microsecond, nil
+	case "ms":
+		return time.Millisecond, nil
+	case "ns":
+		return time.Nanosecond, nil
+	case "s":
+		return time.Second, nil
+	}
+	return 0, bad("sent_at_unit", `sent_at_unit must be "s", "ms", "us" or "ns", not %q`, unit)
 }
 
 // absoluteURL parses a request's url attribute.

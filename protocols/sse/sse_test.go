@@ -540,6 +540,81 @@ func TestEventsAreEmittedWhileTheStreamIsHeld(t *testing.T) {
 
 // TestValidateRequest stays in-process: the config calls ValidateRequest on
 // the built-in at load, before any target is isolated; it has no wire.
+// TestRequestURLAndSentAtUnit: the stream is requested at its path or
+// url with query added, as the server reads it, and a send time is read
+// in sent_at_unit. The server stamps its event an hour before the call,
+// so a unit read wrong puts the latency years off.
+func TestRequestURLAndSentAtUnit(t *testing.T) {
+	query := func(kv ...string) cty.Value {
+		m := map[string]cty.Value{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = str(kv[i+1])
+		}
+		return cty.MapVal(m)
+	}
+	cases := []struct {
+		name  string
+		attrs func(base string) map[string]cty.Value
+		unit  time.Duration
+		want  string // the request-target the server reads
+	}{
+		{"path with query, default unit", func(string) map[string]cty.Value {
+			return map[string]cty.Value{"path": str("/events"), "query": query("b", "2 3", "a", "1")}
+		}, time.Microsecond, "/events?a=1&b=2+3"},
+		{"url with its own query, ms", func(base string) map[string]cty.Value {
+			return map[string]cty.Value{"url": str(base + "/events?z=9"), "query": query("a", "1"), "sent_at_unit": str("ms")}
+		}, time.Millisecond, "/events?a=1&z=9"},
+		{"path, us", func(string) map[string]cty.Value {
+			return map[string]cty.Value{"path": str("/u"), "sent_at_unit": str("us")}
+		}, time.Microsecond, "/u"},
+		{"path, ns", func(string) map[string]cty.Value {
+			return map[string]cty.Value{"path": str("/n"), "query": query("x", "1"), "sent_at_unit": str("ns")}
+		}, time.Nanosecond, "/n?x=1"},
+		{"path, s", func(string) map[string]cty.Value {
+			return map[string]cty.Value{"path": str("/s"), "sent_at_unit": str("s")}
+		}, time.Second, "/s"},
+	}
+	protocoltest.Run(t, New(), func(t *testing.T, _ protocoltest.Path, p protocols.Protocol) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				start := time.Now()
+				sent := start.Add(-time.Hour).UnixNano() / int64(tc.unit)
+				seen := make(chan string, 1)
+				srv := httptest.NewServer(sseHandler(func(_ int, _ string, send func(string), r *nethttp.Request) {
+					seen <- r.URL.RequestURI()
+					send(fmt.Sprintf("data: {\"id\":\"e1\",\"sentAt\":%d}\n\n", sent))
+					holdUntilGone(r)
+				}))
+				defer srv.Close()
+				attrs := tc.attrs(srv.URL)
+				attrs["events"] = cty.NumberIntVal(1)
+				attrs["sent_at_field"] = str("sentAt")
+				var got samples
+				open(t, p, srv.URL).Do(context.Background(), protocols.Call{VU: 1, Request: request(attrs)}, got.emit)
+				elapsed := time.Since(start)
+
+				if req := got.request(t); req.Error != protocols.ErrNone {
+					t.Fatalf("request sample %+v: want a success", req)
+				}
+				// The server reads the request before it sends the event.
+				select {
+				case uri := <-seen:
+					if uri != tc.want {
+						t.Errorf("the server was asked for %q, want %q", uri, tc.want)
+					}
+				default:
+					t.Error("the server read no request")
+				}
+				lat := got.of(MetricDeliveryLatency)
+				// The send time is an hour before start, cut to the unit.
+				if len(lat) != 1 || lat[0].Value < time.Hour || lat[0].Value > time.Hour+elapsed+tc.unit {
+					t.Errorf("delivery latency samples %v: want one between 1h and 1h+%s", lat, elapsed+tc.unit)
+				}
+			})
+		}
+	})
+}
+
 func TestValidateRequest(t *testing.T) {
 	for _, tc := range []struct {
 		attrs map[string]cty.Value

@@ -2,21 +2,6 @@ package h1
 
 import "strconv"
 
-// AppendRequestHead appends a request's line and its Host field to dst:
-// "GET /path?q HTTP/1.1\r\nHost: host\r\n". target is the request-target
-// in origin form.
-func AppendRequestHead(dst []byte, method, target, host string) []byte {
-	dst = append(dst, method...)
-	dst = append(dst, ' ')
-	if target == "" {
-		target = "/"
-	}
-	dst = append(dst, target...)
-	dst = append(dst, " HTTP/1.1\r\nHost: "...)
-	dst = append(dst, host...)
-	return append(dst, "\r\n"...)
-}
-
 // AppendField appends one header field line.
 func AppendField(dst []byte, name, value string) []byte {
 	dst = append(dst, name...)

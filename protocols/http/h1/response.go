@@ -333,17 +333,8 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 	if err := parseStatusLine(line, resp); err != nil {
 		return err
 	}
-	resp.Fields = resp.Fields[:0]
-	resp.ContentLength = -1
-	resp.Chunked, resp.UntilClose, resp.NoBody, resp.Close = false, false, false, false
-	resp.Location = resp.Location[:0]
-	hasLocation := false
-	resp.Encoding = Identity
-	resp.SetCookies = 0
-	var (
-		hasTE, teChunked  bool
-		closeTok, keepTok bool
-	)
+	resp.resetHead()
+	var fr framing
 	valStart := 0 // where the last field's value starts in head
 	for {
 		lineStart := len(head) - len(rest)
@@ -352,20 +343,7 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 			break
 		}
 		if line[0] == ' ' || line[0] == '\t' {
-			// obs-fold: RFC 9112 5.2 has a user agent replace it with
-			// spaces. The value is extended in place over the line end.
-			if len(resp.Fields) == 0 {
-				return errorf("malformed response header: the first field line %q begins with white space", clip(line))
-			}
-			f := &resp.Fields[len(resp.Fields)-1]
-			v := head[valStart : lineStart+len(line)]
-			for i, c := range v {
-				if c == '\r' || c == '\n' || c == '\t' {
-					v[i] = ' '
-				}
-			}
-			f.Value = trimOWS(v)
-			if err := applyFolded(f); err != nil {
+			if err := unfold(head[valStart:lineStart+len(line)], resp, line); err != nil {
 				return err
 			}
 			continue
@@ -381,37 +359,72 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 		valStart = lineStart + colon + 1
 		value := trimOWS(line[colon+1:])
 		resp.Fields = append(resp.Fields, Field{Name: name, Value: value})
-		switch {
-		case equalFold(name, "Content-Length"):
-			n, err := parseContentLength(value)
-			if err != nil {
-				return err
-			}
-			if resp.ContentLength >= 0 && n != resp.ContentLength {
-				return errorf("the response has conflicting Content-Length values %d and %d", resp.ContentLength, n)
-			}
-			resp.ContentLength = n
-		case equalFold(name, "Transfer-Encoding"):
-			hasTE = true
-			teChunked = lastTokenIs(value, "chunked")
-		case equalFold(name, "Connection"):
-			closeTok = closeTok || hasToken(value, "close")
-			keepTok = keepTok || hasToken(value, "keep-alive")
-		case equalFold(name, "Location"):
-			if !hasLocation {
-				resp.Location = append(resp.Location[:0], value...)
-				hasLocation = true
-			}
-		case equalFold(name, "Content-Encoding"):
-			resp.Encoding = EncodingOf(value)
-		case equalFold(name, "Set-Cookie"):
-			resp.SetCookies++
+		if err := fr.field(resp, name, value); err != nil {
+			return err
 		}
 	}
-	if !hasLocation {
+	if !fr.hasLocation {
 		resp.Location = nil
 	}
-	resp.Close = closeTok || resp.Minor == 0 && !keepTok
+	return fr.frame(resp, isHead)
+}
+
+// resetHead clears what the previous head parsed into resp, keeping the
+// buffers for this one.
+func (resp *Response) resetHead() {
+	resp.Fields = resp.Fields[:0]
+	resp.ContentLength = -1
+	resp.Chunked, resp.UntilClose, resp.NoBody, resp.Close = false, false, false, false
+	resp.Location = resp.Location[:0]
+	resp.Encoding = Identity
+	resp.SetCookies = 0
+}
+
+// framing is what a head's fields say of how its body is framed and
+// whether its connection stays open, gathered field by field.
+type framing struct {
+	hasTE, teChunked  bool
+	closeTok, keepTok bool
+	hasLocation       bool
+}
+
+// field takes in one header field: the ones that frame the body or
+// close the connection, and those the engine reads (Location,
+// Content-Encoding, Set-Cookie).
+func (fr *framing) field(resp *Response, name, value []byte) error {
+	switch {
+	case equalFold(name, "Content-Length"):
+		n, err := parseContentLength(value)
+		if err != nil {
+			return err
+		}
+		if resp.ContentLength >= 0 && n != resp.ContentLength {
+			return errorf("the response has conflicting Content-Length values %d and %d", resp.ContentLength, n)
+		}
+		resp.ContentLength = n
+	case equalFold(name, "Transfer-Encoding"):
+		fr.hasTE = true
+		fr.teChunked = lastTokenIs(value, "chunked")
+	case equalFold(name, "Connection"):
+		fr.closeTok = fr.closeTok || hasToken(value, "close")
+		fr.keepTok = fr.keepTok || hasToken(value, "keep-alive")
+	case equalFold(name, "Location"):
+		if !fr.hasLocation {
+			resp.Location = append(resp.Location[:0], value...)
+			fr.hasLocation = true
+		}
+	case equalFold(name, "Content-Encoding"):
+		resp.Encoding = EncodingOf(value)
+	case equalFold(name, "Set-Cookie"):
+		resp.SetCookies++
+	}
+	return nil
+}
+
+// frame sets how resp's body is framed and whether its connection closes
+// after it, by RFC 9112 section 6.3, once every field is read.
+func (fr *framing) frame(resp *Response, isHead bool) error {
+	resp.Close = fr.closeTok || resp.Minor == 0 && !fr.keepTok
 	switch {
 	case resp.Status >= 100 && resp.Status < 200, resp.Status == 204, resp.Status == 304, isHead:
 		resp.NoBody = true
@@ -419,7 +432,7 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 		if resp.Status == 204 || resp.Status == 304 || isHead {
 			resp.ContentLength = 0
 		}
-	case hasTE:
+	case fr.hasTE:
 		if resp.Minor == 0 {
 			return errorf("an HTTP/1.0 response with Transfer-Encoding: its framing cannot be trusted")
 		}
@@ -429,7 +442,7 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 			resp.Close = true
 		}
 		resp.ContentLength = -1
-		if teChunked {
+		if fr.teChunked {
 			resp.Chunked = true
 		} else {
 			resp.UntilClose, resp.Close = true, true
@@ -439,6 +452,24 @@ func parseHead(head []byte, resp *Response, isHead bool) error {
 		resp.UntilClose, resp.Close = true, true
 	}
 	return nil
+}
+
+// unfold takes in an obs-fold line, which continues the last field's
+// value: RFC 9112 5.2 has a user agent replace it with spaces. v is the
+// value from its start through the folded line, extended in place over
+// the line end.
+func unfold(v []byte, resp *Response, line []byte) error {
+	if len(resp.Fields) == 0 {
+		return errorf("malformed response header: the first field line %q begins with white space", clip(line))
+	}
+	f := &resp.Fields[len(resp.Fields)-1]
+	for i, c := range v {
+		if c == '\r' || c == '\n' || c == '\t' {
+			v[i] = ' '
+		}
+	}
+	f.Value = trimOWS(v)
+	return applyFolded(f)
 }
 
 // applyFolded re-reads a field whose value an obs-fold extended, for the
