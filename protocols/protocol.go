@@ -5,10 +5,10 @@ package protocols
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
+	"github.com/hload/hload/internal/named"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -254,33 +254,22 @@ type Sample struct {
 // Registry maps protocol names to protocols. It is built explicitly by the
 // caller; there is no process-wide registry.
 type Registry struct {
-	byName map[string]Protocol
+	set named.Set[Protocol]
 }
+
+// protocolName is a protocol's key in a registry.
+func protocolName(p Protocol) string { return p.Describe().Name }
 
 // NewRegistry returns a registry holding ps, keyed by their Describe().Name.
 func NewRegistry(ps ...Protocol) *Registry {
-	r := &Registry{byName: make(map[string]Protocol, len(ps))}
-	for _, p := range ps {
-		r.byName[p.Describe().Name] = p
-	}
-	return r
+	return &Registry{set: named.Set[Protocol]{}.With(protocolName, ps...)}
 }
 
 // Lookup returns the protocol with the given name.
-func (r *Registry) Lookup(name string) (Protocol, bool) {
-	p, ok := r.byName[name]
-	return p, ok
-}
+func (r *Registry) Lookup(name string) (Protocol, bool) { return r.set.Lookup(name) }
 
 // Names returns the registered protocol names, sorted.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.byName))
-	for n := range r.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (r *Registry) Names() []string { return r.set.Names() }
 
 // Failer is an optional ability of a Client whose protocol can fail as a
 // whole, such as a plugin process that crashed or hangs. The core watches
@@ -304,12 +293,5 @@ type Gauger interface {
 // ps replaces one of r's with the same name. r is not changed, so the
 // built-in registry can be shared while each test adds its plugins.
 func (r *Registry) With(ps ...Protocol) *Registry {
-	out := &Registry{byName: make(map[string]Protocol, len(r.byName)+len(ps))}
-	for n, p := range r.byName {
-		out.byName[n] = p
-	}
-	for _, p := range ps {
-		out.byName[p.Describe().Name] = p
-	}
-	return out
+	return &Registry{set: r.set.With(protocolName, ps...)}
 }

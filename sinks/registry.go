@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 
 	"github.com/hload/hload/config"
 	"github.com/hload/hload/core"
+	"github.com/hload/hload/internal/named"
 	"github.com/hload/hload/internal/outfile"
 )
 
@@ -47,8 +47,11 @@ type Block struct {
 // Registry maps sink type names to sink types. It is built explicitly by
 // the caller; there is no process-wide registry.
 type Registry struct {
-	byName map[string]Type
+	set named.Set[Type]
 }
+
+// typeName is a type's key in a registry.
+func typeName(t Type) string { return t.Name }
 
 // NewRegistry returns a registry holding ts, keyed by their Name; of two
 // types with one name, the later wins.
@@ -59,37 +62,21 @@ func NewRegistry(ts ...Type) *Registry {
 // With returns a new registry holding r's types plus ts; a type in ts
 // replaces one of r's with the same name. r is not changed.
 func (r *Registry) With(ts ...Type) *Registry {
-	out := &Registry{byName: make(map[string]Type, len(r.byName)+len(ts))}
-	for n, t := range r.byName {
-		out.byName[n] = t
-	}
-	for _, t := range ts {
-		out.byName[t.Name] = t
-	}
-	return out
+	return &Registry{set: r.set.With(typeName, ts...)}
 }
 
 // Lookup returns the type with the given name.
-func (r *Registry) Lookup(name string) (Type, bool) {
-	t, ok := r.byName[name]
-	return t, ok
-}
+func (r *Registry) Lookup(name string) (Type, bool) { return r.set.Lookup(name) }
 
 // Names returns the registered type names, sorted.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.byName))
-	for n := range r.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (r *Registry) Names() []string { return r.set.Names() }
 
 // Specs returns each type's block schema by name, as config.Options.Sinks
 // takes them.
 func (r *Registry) Specs() map[string]hcldec.ObjectSpec {
-	specs := make(map[string]hcldec.ObjectSpec, len(r.byName))
-	for n, t := range r.byName {
+	specs := make(map[string]hcldec.ObjectSpec, r.set.Len())
+	for _, n := range r.set.Names() {
+		t, _ := r.set.Lookup(n)
 		specs[n] = t.Spec
 	}
 	return specs
@@ -105,7 +92,7 @@ func (r *Registry) New(test *config.Test, seg core.Segment, log io.Writer) ([]co
 	names := make([]string, 0, len(test.Sinks))
 	for _, s := range test.Sinks {
 		name := fmt.Sprintf("%s: sink %q", s.DeclRange, s.Type)
-		t, ok := r.byName[s.Type]
+		t, ok := r.set.Lookup(s.Type)
 		if !ok {
 			// config decodes only the types of a registry's Specs: this
 			// one came from another registry.
