@@ -10,8 +10,6 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/hload/hload/protocols"
 )
 
 // Histogram geometry: microseconds from 1 us to 1 hour at 3 significant
@@ -174,13 +172,13 @@ type errorMessages struct {
 }
 
 type kindMessages struct {
-	kind protocols.ErrorKind
+	kind ErrorKind
 	mu   sync.Mutex // held to add a message
 	kept atomic.Pointer[[]string]
 }
 
 // note keeps msg when it is new for its kind and there is room.
-func (m *errorMessages) note(kind protocols.ErrorKind, msg string) {
+func (m *errorMessages) note(kind ErrorKind, msg string) {
 	if km := m.kind(kind); km != nil {
 		km.add(msg)
 	}
@@ -188,7 +186,7 @@ func (m *errorMessages) note(kind protocols.ErrorKind, msg string) {
 
 // kind returns the messages of kind, or nil when messageKinds other kinds
 // are kept already.
-func (m *errorMessages) kind(kind protocols.ErrorKind) *kindMessages {
+func (m *errorMessages) kind(kind ErrorKind) *kindMessages {
 	if km, _ := m.find(kind); km != nil {
 		return km
 	}
@@ -200,13 +198,13 @@ func (m *errorMessages) kind(kind protocols.ErrorKind) *kindMessages {
 	}
 	// Cloned: a plugin's sample may carry a string backed by a reused
 	// buffer.
-	km = &kindMessages{kind: protocols.ErrorKind(strings.Clone(string(kind)))}
+	km = &kindMessages{kind: ErrorKind(strings.Clone(string(kind)))}
 	m.kinds[free].Store(km)
 	return km
 }
 
 // find returns the messages of kind, or the first free slot (-1: none).
-func (m *errorMessages) find(kind protocols.ErrorKind) (*kindMessages, int) {
+func (m *errorMessages) find(kind ErrorKind) (*kindMessages, int) {
 	for i := range m.kinds {
 		km := m.kinds[i].Load()
 		if km == nil {
@@ -281,10 +279,10 @@ type shard struct {
 // sample updates the count, errors, status and bytes counters and, unless
 // the call sent nothing (SentNothing), the latency histogram; any other
 // metric goes into that metric's histogram.
-func (s *Series) Record(smp protocols.Sample) {
+func (s *Series) Record(smp Sample) {
 	sh := s.lock()
 	us := micros(smp.Value)
-	if smp.Metric == protocols.MetricRequest {
+	if smp.Metric == MetricRequest {
 		if !SentNothing(&smp) {
 			if sh.latency == nil {
 				sh.latency = newHistogram()
@@ -301,7 +299,7 @@ func (s *Series) Record(smp protocols.Sample) {
 	}
 	sh.mu.Unlock()
 	s.last.Put(sh)
-	if smp.Error != protocols.ErrNone && smp.Message != "" && smp.Metric == protocols.MetricRequest {
+	if smp.Error != ErrNone && smp.Message != "" && smp.Metric == MetricRequest {
 		// Off the shard's lock: only a failed call with a reason gets here.
 		s.messages.note(smp.Error, smp.Message)
 	}
@@ -346,10 +344,10 @@ func (s *Series) lock() *shard {
 // its duration, recorded only for a completed flow: a flow cut short at its
 // first step would otherwise pull the percentiles down. Like Record, it is
 // safe for concurrent use and does not allocate in the steady state.
-func (s *Series) RecordFlow(d time.Duration, failed protocols.ErrorKind) {
-	smp := protocols.Sample{Error: failed}
+func (s *Series) RecordFlow(d time.Duration, failed ErrorKind) {
+	smp := Sample{Error: failed}
 	sh := s.lock()
-	if failed == protocols.ErrNone {
+	if failed == ErrNone {
 		if sh.latency == nil {
 			sh.latency = newHistogram()
 		}
@@ -642,18 +640,18 @@ func (a *Aggregator) Flows(elapsed time.Duration) map[string]map[string]*FlowFig
 
 // knownKinds are the error kinds counted in a fixed array; any other kind
 // (a plugin's own) goes to an overflow map.
-var knownKinds = [...]protocols.ErrorKind{
-	protocols.ErrTimeout,
-	protocols.ErrConnectionRefused,
-	protocols.ErrReset,
-	protocols.ErrDNS,
-	protocols.ErrTLS,
-	protocols.ErrProtocol,
-	protocols.ErrInterrupted,
+var knownKinds = [...]ErrorKind{
+	ErrTimeout,
+	ErrConnectionRefused,
+	ErrReset,
+	ErrDNS,
+	ErrTLS,
+	ErrProtocol,
+	ErrInterrupted,
 }
 
 // kindIndex returns the index of k in knownKinds, or -1.
-func kindIndex(k protocols.ErrorKind) int {
+func kindIndex(k ErrorKind) int {
 	for i, known := range knownKinds {
 		if k == known {
 			return i
@@ -679,18 +677,18 @@ type counters struct {
 	bytesSent     int64
 	bytesReceived int64
 	kinds         [len(knownKinds)]int64
-	otherKinds    map[protocols.ErrorKind]int64
+	otherKinds    map[ErrorKind]int64
 	status        [statusHigh - statusLow + 1]int64
 	otherStatus   map[int]int64
 	checks        ChecksFigures
 }
 
 // add counts one request sample.
-func (c *counters) add(smp *protocols.Sample) {
+func (c *counters) add(smp *Sample) {
 	c.count++
 	c.bytesSent += smp.BytesSent
 	c.bytesReceived += smp.BytesReceived
-	if smp.Error != protocols.ErrNone {
+	if smp.Error != ErrNone {
 		c.errors++
 		if i := kindIndex(smp.Error); i >= 0 {
 			c.kinds[i]++
@@ -741,15 +739,15 @@ func (c *counters) addTo(dst *counters) {
 // addOtherKind counts n errors of a kind outside knownKinds. A new kind's
 // name is cloned because a plugin's sample may carry a string backed by a
 // reused buffer.
-func (c *counters) addOtherKind(k protocols.ErrorKind, n int64) {
+func (c *counters) addOtherKind(k ErrorKind, n int64) {
 	if _, ok := c.otherKinds[k]; ok {
 		c.otherKinds[k] += n
 		return
 	}
 	if c.otherKinds == nil {
-		c.otherKinds = make(map[protocols.ErrorKind]int64)
+		c.otherKinds = make(map[ErrorKind]int64)
 	}
-	c.otherKinds[protocols.ErrorKind(strings.Clone(string(k)))] = n
+	c.otherKinds[ErrorKind(strings.Clone(string(k)))] = n
 }
 
 // addOtherStatus counts n responses with a status outside the array.

@@ -11,16 +11,14 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/hload/hload/protocols"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // req builds a request sample.
-func req(latency time.Duration, status int, kind protocols.ErrorKind, sent, received int64) protocols.Sample {
-	return protocols.Sample{
-		Metric:        protocols.MetricRequest,
+func req(latency time.Duration, status int, kind ErrorKind, sent, received int64) Sample {
+	return Sample{
+		Metric:        MetricRequest,
 		Time:          t0,
 		Value:         latency,
 		Status:        status,
@@ -38,7 +36,7 @@ func near(got, want, rel float64) bool {
 func TestRecordCounters(t *testing.T) {
 	tests := []struct {
 		name      string
-		samples   []protocols.Sample
+		samples   []Sample
 		count     int64
 		errors    int64
 		errorRate float64
@@ -54,7 +52,7 @@ func TestRecordCounters(t *testing.T) {
 		},
 		{
 			name: "successes add bytes and statuses",
-			samples: []protocols.Sample{
+			samples: []Sample{
 				req(time.Millisecond, 200, "", 100, 1000),
 				req(2*time.Millisecond, 200, "", 110, 1100),
 				req(3*time.Millisecond, 404, "", 120, 50),
@@ -65,10 +63,10 @@ func TestRecordCounters(t *testing.T) {
 		},
 		{
 			name: "errors by kind, no status on failed connects",
-			samples: []protocols.Sample{
-				req(time.Millisecond, 0, protocols.ErrConnectionRefused, 0, 0),
-				req(time.Second, 0, protocols.ErrTimeout, 80, 0),
-				req(time.Second, 0, protocols.ErrTimeout, 80, 0),
+			samples: []Sample{
+				req(time.Millisecond, 0, ErrConnectionRefused, 0, 0),
+				req(time.Second, 0, ErrTimeout, 80, 0),
+				req(time.Second, 0, ErrTimeout, 80, 0),
 				req(time.Millisecond, 200, "", 80, 500),
 			},
 			count: 4, errors: 3, errorRate: 0.75, sent: 240, received: 500,
@@ -77,12 +75,12 @@ func TestRecordCounters(t *testing.T) {
 		},
 		{
 			name: "a plugin's own kinds and statuses overflow",
-			samples: []protocols.Sample{
+			samples: []Sample{
 				req(time.Millisecond, 1, "nack", 0, 0),
 				req(time.Millisecond, 1, "nack", 0, 0),
 				req(time.Millisecond, 700, "", 0, 0),
-				req(time.Millisecond, 599, protocols.ErrProtocol, 0, 0),
-				req(time.Millisecond, 100, protocols.ErrInterrupted, 0, 0),
+				req(time.Millisecond, 599, ErrProtocol, 0, 0),
+				req(time.Millisecond, 100, ErrInterrupted, 0, 0),
 			},
 			count: 5, errors: 4, errorRate: 0.8,
 			status: map[string]int64{"1": 2, "700": 1, "599": 1, "100": 1},
@@ -90,8 +88,8 @@ func TestRecordCounters(t *testing.T) {
 		},
 		{
 			name: "other metrics do not count as requests",
-			samples: []protocols.Sample{
-				{Metric: protocols.MetricTTFB, Value: time.Millisecond, Status: 200, Error: protocols.ErrTimeout, BytesSent: 5},
+			samples: []Sample{
+				{Metric: MetricTTFB, Value: time.Millisecond, Status: 200, Error: ErrTimeout, BytesSent: 5},
 				req(time.Millisecond, 200, "", 1, 2),
 			},
 			count: 1, sent: 1, received: 2,
@@ -188,7 +186,7 @@ func TestLatencyClamped(t *testing.T) {
 			a := NewAggregator()
 			s := a.Series("sc", "rq")
 			s.Record(req(tt.value, 200, "", 0, 0))
-			s.Record(protocols.Sample{Metric: protocols.MetricTTFB, Value: tt.value})
+			s.Record(Sample{Metric: MetricTTFB, Value: tt.value})
 			f := a.Flush(t0, t0.Add(time.Second))[0]
 			if f.Count != 1 {
 				t.Fatalf("Count = %d, want 1: the value was dropped", f.Count)
@@ -197,7 +195,7 @@ func TestLatencyClamped(t *testing.T) {
 				t.Errorf("min, max = %v, %v ms; want %v, %v", f.Latency.Min, f.Latency.Max, tt.min, tt.max)
 			}
 			_, m := a.Totals("", "", time.Second)
-			if ttfb := m[protocols.MetricTTFB]; ttfb.Count != 1 || !near(ttfb.Max, tt.max, 0.001) {
+			if ttfb := m[MetricTTFB]; ttfb.Count != 1 || !near(ttfb.Max, tt.max, 0.001) {
 				t.Errorf("ttfb = %+v, want one value of %v ms", ttfb, tt.max)
 			}
 		})
@@ -288,7 +286,7 @@ func TestFlushCarriesIntervalMetrics(t *testing.T) {
 	perInterval := []int{3, 0, 2}
 	for i, n := range perInterval {
 		for range n {
-			s.Record(protocols.Sample{Metric: "sse_events", Value: time.Duration(i+1) * time.Millisecond})
+			s.Record(Sample{Metric: "sse_events", Value: time.Duration(i+1) * time.Millisecond})
 		}
 		start := t0.Add(time.Duration(i) * time.Second)
 		f := a.Flush(start, start.Add(time.Second))[0]
@@ -351,7 +349,7 @@ func TestTotalsFilter(t *testing.T) {
 		s := a.Series(d.scenario, d.request)
 		for range d.count {
 			s.Record(req(d.latency, d.status, "", 1, 0))
-			s.Record(protocols.Sample{Metric: protocols.MetricTTFB, Value: d.latency / 2})
+			s.Record(Sample{Metric: MetricTTFB, Value: d.latency / 2})
 		}
 		s.RecordChecks(d.count, 0)
 	}
@@ -384,7 +382,7 @@ func TestTotalsFilter(t *testing.T) {
 			if !maps.Equal(rf.Status, tt.status) {
 				t.Errorf("Status = %v, want %v", rf.Status, tt.status)
 			}
-			ttfb, ok := m[protocols.MetricTTFB]
+			ttfb, ok := m[MetricTTFB]
 			if ok != (tt.count > 0) || ttfb.Count != tt.count {
 				t.Fatalf("ttfb = %+v (present %v), want count %d", ttfb, ok, tt.count)
 			}
@@ -399,7 +397,7 @@ func TestRequests(t *testing.T) {
 	a := NewAggregator()
 	a.Series("browse", "home").Record(req(time.Millisecond, 200, "", 0, 0))
 	a.Series("browse", "detail")
-	a.Series("buy", "pay").Record(req(time.Millisecond, 0, protocols.ErrReset, 0, 0))
+	a.Series("buy", "pay").Record(req(time.Millisecond, 0, ErrReset, 0, 0))
 	a.Series("buy", "pay").RecordChecks(1, 2)
 	a.Flush(t0, t0.Add(time.Second))
 
@@ -432,14 +430,14 @@ func TestOtherMetrics(t *testing.T) {
 	a := NewAggregator()
 	s := a.Series("sc", "rq")
 	for i := 1; i <= 100; i++ {
-		s.Record(protocols.Sample{Metric: protocols.MetricTTFB, Value: time.Duration(i) * time.Millisecond})
+		s.Record(Sample{Metric: MetricTTFB, Value: time.Duration(i) * time.Millisecond})
 		if i%10 == 0 {
-			s.Record(protocols.Sample{Metric: protocols.MetricConnect, Value: 5 * time.Millisecond})
+			s.Record(Sample{Metric: MetricConnect, Value: 5 * time.Millisecond})
 		}
 	}
 	// A plugin's metric, with a name in a buffer that is reused afterwards.
 	buf := []byte("delivery")
-	s.Record(protocols.Sample{Metric: string(buf), Value: 7 * time.Millisecond})
+	s.Record(Sample{Metric: string(buf), Value: 7 * time.Millisecond})
 	copy(buf, "XXXXXXXX")
 
 	f := a.Flush(t0, t0.Add(time.Second))[0]
@@ -453,8 +451,8 @@ func TestOtherMetrics(t *testing.T) {
 		min, p50, max float64
 		mean, p99     float64
 	}{
-		{protocols.MetricTTFB, 100, 1, 50, 100, 50.5, 99},
-		{protocols.MetricConnect, 10, 5, 5, 5, 5, 5},
+		{MetricTTFB, 100, 1, 50, 100, 50.5, 99},
+		{MetricConnect, 10, 5, 5, 5, 5, 5},
 		{"delivery", 1, 7, 7, 7, 7, 7},
 	}
 	if len(m) != len(tests) {
@@ -518,8 +516,8 @@ func TestConcurrentRecord(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				v := time.Duration(w*each+i) * time.Microsecond
-				s.Record(protocols.Sample{Metric: protocols.MetricRequest, Time: time.Now(), Value: v, Status: 200, BytesSent: 1})
-				s.Record(protocols.Sample{Metric: protocols.MetricTTFB, Time: time.Now(), Value: v})
+				s.Record(Sample{Metric: MetricRequest, Time: time.Now(), Value: v, Status: 200, BytesSent: 1})
+				s.Record(Sample{Metric: MetricTTFB, Time: time.Now(), Value: v})
 				s.RecordChecks(1, 0)
 			}
 		}()
@@ -531,7 +529,7 @@ func TestConcurrentRecord(t *testing.T) {
 		flushed += f.Count
 	}
 	rf, m := a.Totals("", "", time.Second)
-	flushedTTFB = m[protocols.MetricTTFB].Count
+	flushedTTFB = m[MetricTTFB].Count
 	const want = workers * each
 	if flushed != want || rf.Count != want || rf.BytesSent != want || rf.Status["200"] != want || rf.Checks.Passed != want || flushedTTFB != want {
 		t.Errorf("flushed %d, totals count %d, sent %d, 200s %d, checks %d, ttfb %d; want %d each",
@@ -543,11 +541,11 @@ func TestConcurrentRecord(t *testing.T) {
 }
 
 func TestRecordDoesNotAllocate(t *testing.T) {
-	samples := []protocols.Sample{
+	samples := []Sample{
 		req(12*time.Millisecond, 200, "", 100, 1000),
-		req(3*time.Second, 0, protocols.ErrTimeout, 100, 0),
+		req(3*time.Second, 0, ErrTimeout, 100, 0),
 		req(time.Millisecond, 1, "nack", 0, 0), // overflow kind and status
-		{Metric: protocols.MetricTTFB, Value: 5 * time.Millisecond},
+		{Metric: MetricTTFB, Value: 5 * time.Millisecond},
 		{Metric: "delivery", Value: 5 * time.Millisecond},
 	}
 	a := NewAggregator()
@@ -588,12 +586,12 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 // comes from a xorshift generator, so the latencies vary from call to call
 // and from goroutine to goroutine as measured ones do, and Record's shard
 // hint spreads the goroutines as it would in a run.
-func benchSample(x *uint64) protocols.Sample {
+func benchSample(x *uint64) Sample {
 	*x ^= *x << 13
 	*x ^= *x >> 7
 	*x ^= *x << 17
-	return protocols.Sample{
-		Metric:        protocols.MetricRequest,
+	return Sample{
+		Metric:        MetricRequest,
 		Time:          t0,
 		Value:         time.Millisecond + time.Duration(*x%uint64(2*time.Millisecond)),
 		Status:        200,
@@ -652,14 +650,14 @@ func TestErrorMessagesBounded(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 1000 {
-				kind := protocols.ErrorKind(fmt.Sprintf("kind%02d", (g+i)%20))
-				s.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: kind, Message: fmt.Sprintf("reason %d", i%7)})
+				kind := ErrorKind(fmt.Sprintf("kind%02d", (g+i)%20))
+				s.Record(Sample{Metric: MetricRequest, Error: kind, Message: fmt.Sprintf("reason %d", i%7)})
 			}
 		})
 	}
 	wg.Wait()
 	long := "x" + strings.Repeat("é", messageLength) // two bytes a rune after one: cut in a rune
-	s.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: "kind00", Message: long})
+	s.Record(Sample{Metric: MetricRequest, Error: "kind00", Message: long})
 	a.Flush(time.Now(), time.Now())
 	got := a.Requests(time.Second)["s"]["r"]
 	if got.Errors != 8001 {
@@ -676,14 +674,14 @@ func TestErrorMessagesBounded(t *testing.T) {
 
 	// A kind with room left keeps a long message, cut on a rune.
 	fresh := a.Series("s", "long")
-	fresh.Record(protocols.Sample{Metric: protocols.MetricRequest, Error: "timeout", Message: long})
+	fresh.Record(Sample{Metric: MetricRequest, Error: "timeout", Message: long})
 	a.Flush(time.Now(), time.Now())
 	kept := a.Requests(time.Second)["s"]["long"].ErrorMessages["timeout"]
 	if len(kept) != 1 || len(kept[0]) > messageLength+3 || !utf8.ValidString(kept[0]) || !strings.HasSuffix(kept[0], "...") {
 		t.Errorf("long message kept as %d bytes, valid UTF-8 %v", len(kept[0]), utf8.ValidString(kept[0]))
 	}
 
-	smp := protocols.Sample{Metric: protocols.MetricRequest, Error: "kind03", Message: "reason 1"}
+	smp := Sample{Metric: MetricRequest, Error: "kind03", Message: "reason 1"}
 	if n := testing.AllocsPerRun(1000, func() { s.Record(smp) }); n != 0 {
 		t.Errorf("a failing call with a kept message allocates %.1f times", n)
 	}
@@ -694,9 +692,9 @@ func TestErrorMessagesBounded(t *testing.T) {
 func TestFlowSeries(t *testing.T) {
 	a := NewAggregator()
 	f := a.Flow("shop", "order")
-	a.Series("shop", "list").Record(protocols.Sample{Metric: protocols.MetricRequest, Value: time.Millisecond})
+	a.Series("shop", "list").Record(Sample{Metric: MetricRequest, Value: time.Millisecond})
 	for range 3 {
-		f.RecordFlow(40*time.Millisecond, protocols.ErrNone)
+		f.RecordFlow(40*time.Millisecond, ErrNone)
 	}
 	f.RecordFlow(time.Millisecond, "capture")
 	start := time.Now()

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
-
-	"github.com/hload/hload/protocols"
 )
 
 // TestSentNothingOutOfLatency: a call that sent nothing (its expressions
@@ -17,16 +15,16 @@ func TestSentNothingOutOfLatency(t *testing.T) {
 	sent := req(20*time.Millisecond, 200, "", 100, 200)
 	tests := []struct {
 		name   string
-		sample protocols.Sample
+		sample Sample
 		timed  bool
 	}{
 		{"eval error", req(0, 0, ErrEval, 0, 0), false},
 		{"eval error in the open model (its lateness)", req(5*time.Millisecond, 0, ErrEval, 0, 0), false},
-		{"protocol error before sending", req(5*time.Millisecond, 0, protocols.ErrProtocol, 0, 0), false},
-		{"protocol error on a malformed answer", req(5*time.Millisecond, 0, protocols.ErrProtocol, 80, 12), true},
-		{"protocol error with a status", req(5*time.Millisecond, 200, protocols.ErrProtocol, 0, 0), true},
-		{"timeout while connecting", req(5*time.Millisecond, 0, protocols.ErrTimeout, 0, 0), true},
-		{"connection refused", req(5*time.Millisecond, 0, protocols.ErrConnectionRefused, 0, 0), true},
+		{"protocol error before sending", req(5*time.Millisecond, 0, ErrProtocol, 0, 0), false},
+		{"protocol error on a malformed answer", req(5*time.Millisecond, 0, ErrProtocol, 80, 12), true},
+		{"protocol error with a status", req(5*time.Millisecond, 200, ErrProtocol, 0, 0), true},
+		{"timeout while connecting", req(5*time.Millisecond, 0, ErrTimeout, 0, 0), true},
+		{"connection refused", req(5*time.Millisecond, 0, ErrConnectionRefused, 0, 0), true},
 		{"a 500", req(5*time.Millisecond, 500, "http_5xx", 100, 200), true},
 	}
 	for _, tt := range tests {
@@ -64,9 +62,9 @@ func TestCountOnlyMetric(t *testing.T) {
 	a := NewAggregator()
 	s := a.Series("sc", "rq")
 	for range 40 {
-		s.Record(protocols.Sample{Metric: "sse_events"})
+		s.Record(Sample{Metric: "sse_events"})
 	}
-	s.Record(protocols.Sample{Metric: protocols.MetricTTFB, Value: 3 * time.Millisecond})
+	s.Record(Sample{Metric: MetricTTFB, Value: 3 * time.Millisecond})
 	interval := a.Flush(t0, t0.Add(2*time.Second))[0].Metrics
 	_, total := a.Totals("", "", 4*time.Second)
 	perRequest := a.Requests(4 * time.Second)["sc"]["rq"].Metrics
@@ -79,7 +77,7 @@ func TestCountOnlyMetric(t *testing.T) {
 		if !events.CountOnly() || events.Count != 40 || events.Rate != c.rate || events.LatencyFigures != (LatencyFigures{}) {
 			t.Errorf("%s: sse_events = %+v, want a count of 40 at %v/s and no time", c.name, events, c.rate)
 		}
-		if ttfb := c.m[protocols.MetricTTFB]; ttfb.CountOnly() || !near(ttfb.P50, 3, 0.001) {
+		if ttfb := c.m[MetricTTFB]; ttfb.CountOnly() || !near(ttfb.P50, 3, 0.001) {
 			t.Errorf("%s: ttfb = %+v, want a time of 3 ms", c.name, ttfb)
 		}
 	}
@@ -94,7 +92,7 @@ func TestCountOnlyMetric(t *testing.T) {
 	if got := back["sse_events"]; len(got) != 2 || got["count"] != 40 || got["rate"] != 10 {
 		t.Errorf("sse_events in JSON = %v, want only count 40 and rate 10", got)
 	}
-	if got := back[protocols.MetricTTFB]; got["count"] != 1 || got["rate"] != 0.25 || !near(got["p50"], 3, 0.001) || len(got) != 11 {
+	if got := back[MetricTTFB]; got["count"] != 1 || got["rate"] != 0.25 || !near(got["p50"], 3, 0.001) || len(got) != 11 {
 		t.Errorf("ttfb in JSON = %v, want count, rate and the 9 time figures", got)
 	}
 	var read map[string]MetricFigures

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/hload/hload/protocols"
 )
 
 // MergeFormat is the version of the Mergeable section. A merge refuses a
@@ -548,10 +546,10 @@ func (d *SeriesData) addCounters(c *counters) error {
 		}
 	}
 	for kind, n := range d.ErrorsByKind {
-		if i := kindIndex(protocols.ErrorKind(kind)); i >= 0 {
+		if i := kindIndex(ErrorKind(kind)); i >= 0 {
 			c.kinds[i] += n
 		} else {
-			c.addOtherKind(protocols.ErrorKind(kind), n)
+			c.addOtherKind(ErrorKind(kind), n)
 		}
 	}
 	return nil
@@ -564,7 +562,7 @@ func (a *Aggregator) AddMessages(scenario, request string, messages map[string][
 	s := a.requests.get(scenario, request)
 	for _, kind := range slices.Sorted(maps.Keys(messages)) {
 		for _, m := range messages[kind] {
-			s.messages.note(protocols.ErrorKind(kind), m)
+			s.messages.note(ErrorKind(kind), m)
 		}
 	}
 }

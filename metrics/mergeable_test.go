@@ -10,13 +10,11 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/hload/hload/protocols"
 )
 
 // splitRun records the same samples into one aggregator, and spread over
 // n aggregators as n segments would, each flushed over a few intervals.
-func splitRun(t *testing.T, n int, samples []protocols.Sample) (whole *Aggregator, parts []*Aggregator) {
+func splitRun(t *testing.T, n int, samples []Sample) (whole *Aggregator, parts []*Aggregator) {
 	t.Helper()
 	whole = NewAggregator()
 	for range n {
@@ -29,7 +27,7 @@ func splitRun(t *testing.T, n int, samples []protocols.Sample) (whole *Aggregato
 		p := parts[rng.IntN(n)]
 		whole.Series("s", "r").Record(smp)
 		p.Series("s", "r").Record(smp)
-		if smp.Metric == protocols.MetricRequest {
+		if smp.Metric == MetricRequest {
 			whole.Series("s", "r").RecordChecks(1, i%3)
 			p.Series("s", "r").RecordChecks(1, i%3)
 		}
@@ -50,15 +48,15 @@ func splitRun(t *testing.T, n int, samples []protocols.Sample) (whole *Aggregato
 
 // mixedSamples are request samples with spread latencies, several
 // statuses, built-in and plugin error kinds, and a protocol metric.
-func mixedSamples(n int) []protocols.Sample {
+func mixedSamples(n int) []Sample {
 	rng := rand.New(rand.NewPCG(3, 4))
-	kinds := []protocols.ErrorKind{"", "", "", protocols.ErrTimeout, "redis_moved"}
+	kinds := []ErrorKind{"", "", "", ErrTimeout, "redis_moved"}
 	statuses := []int{200, 200, 404, 503, 0, 1000}
-	var out []protocols.Sample
+	var out []Sample
 	for range n {
 		d := time.Duration(rng.ExpFloat64()*5e6) + 100*time.Microsecond
 		out = append(out, req(d, statuses[rng.IntN(len(statuses))], kinds[rng.IntN(len(kinds))], int64(rng.IntN(200)), int64(rng.IntN(5000))))
-		out = append(out, protocols.Sample{Metric: "ttfb", Value: d / 2})
+		out = append(out, Sample{Metric: "ttfb", Value: d / 2})
 	}
 	return out
 }
@@ -221,7 +219,7 @@ func TestMergeableSizeOfLongRun(t *testing.T) {
 			for range perPoint {
 				d := time.Duration(math.Exp(rng.NormFloat64()*0.6+math.Log(20e3))) * time.Microsecond
 				s.Record(req(d, 200, "", 300, 2000))
-				s.Record(protocols.Sample{Metric: "ttfb", Value: d * 9 / 10})
+				s.Record(Sample{Metric: "ttfb", Value: d * 9 / 10})
 			}
 		}
 		// One flush per point: the points hold what 64 intervals would.

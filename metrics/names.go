@@ -1,10 +1,17 @@
 package metrics
 
 // The names of the metrics hload makes itself, as thresholds, sinks and
-// the summary give them. They are defined here only; each protocol
-// declares the metrics its calls emit in its own package (protocols'
-// request, ttfb and connect; sse_*; amqp_*).
+// the summary give them. They are defined here only; a protocol declares
+// the metrics of its own in its package (sse_*, amqp_*).
 const (
+	// MetricRequest is the main sample of a call: latency, status,
+	// bytes, error. Every protocol emits it.
+	MetricRequest = "request"
+	// MetricTTFB is a call's time to first byte.
+	MetricTTFB = "ttfb"
+	// MetricConnect is a connection's set-up, only when a call made a new
+	// connection.
+	MetricConnect = "connect"
 	// MetricLatency is a call's response time, from the protocols'
 	// request sample: in the open model from the planned start.
 	MetricLatency = "latency"

@@ -3,8 +3,6 @@ package metrics
 import (
 	"testing"
 	"time"
-
-	"github.com/hload/hload/protocols"
 )
 
 // TestReadingSince checks that the difference of two readings holds
@@ -16,23 +14,23 @@ func TestReadingSince(t *testing.T) {
 	s := a.Series("search", "home")
 	other := a.Series("other", "home")
 	for range 100 {
-		s.Record(req(time.Second, 200, protocols.ErrNone, 0, 0)) // before the first reading
+		s.Record(req(time.Second, 200, ErrNone, 0, 0)) // before the first reading
 	}
 	a.Flush(t0, t0.Add(time.Second))
 	before := a.Read("search")
 	// Ten fast calls, one failed, then a flush in the middle of the
 	// stretch, then ten more: 20 calls of 10 ms and 30 ms.
 	for i := range 10 {
-		kind := protocols.ErrNone
+		kind := ErrNone
 		if i == 0 {
-			kind = protocols.ErrTimeout
+			kind = ErrTimeout
 		}
 		s.Record(req(10*time.Millisecond, 200, kind, 0, 0))
 	}
 	a.Flush(t0.Add(time.Second), t0.Add(2*time.Second))
 	for range 10 {
-		s.Record(req(30*time.Millisecond, 200, protocols.ErrNone, 0, 0))
-		other.Record(req(time.Minute, 200, protocols.ErrTimeout, 0, 0))
+		s.Record(req(30*time.Millisecond, 200, ErrNone, 0, 0))
+		other.Record(req(time.Minute, 200, ErrTimeout, 0, 0))
 	}
 	f := a.Read("search").Since(before)
 	if f.Count != 20 || f.Errors != 1 || f.ErrorRate != 0.05 {

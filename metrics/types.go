@@ -6,8 +6,6 @@ package metrics
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/hload/hload/protocols"
 )
 
 // RunInfo describes a run to the sinks when it starts.
@@ -102,18 +100,18 @@ func (m MetricFigures) MarshalJSON() ([]byte, error) {
 
 // ErrEval marks a call whose request's expressions failed to evaluate:
 // nothing was sent.
-const ErrEval protocols.ErrorKind = "eval"
+const ErrEval ErrorKind = "eval"
 
 // SentNothing reports whether a request sample is a call that sent
 // nothing: its expressions failed (ErrEval), or the protocol refused its
 // values before sending (ErrProtocol with no byte sent, received or
 // status). Such a call counts in the count and the errors, but it has no
 // latency to measure, so it is kept out of the latency figures.
-func SentNothing(smp *protocols.Sample) bool {
+func SentNothing(smp *Sample) bool {
 	switch smp.Error {
 	case ErrEval:
 		return true
-	case protocols.ErrProtocol:
+	case ErrProtocol:
 		return smp.BytesSent == 0 && smp.BytesReceived == 0 && smp.Status == 0
 	}
 	return false

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hcldec"
 	"github.com/hload/hload/internal/named"
+	"github.com/hload/hload/metrics"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -109,36 +110,31 @@ type Call struct {
 	Holes []cty.Value
 }
 
-// Metric names shared by the built-in protocols.
+// The metrics every protocol may emit. They are metrics' names, as hload
+// makes them; the metrics of one protocol alone are declared in its own
+// package (sse_*, amqp_*).
 const (
-	MetricRequest = "request" // the main sample of a call: latency, status, bytes, error
-	MetricTTFB    = "ttfb"    // time to first byte
-	MetricConnect = "connect" // connection set-up, only when a new connection was made
+	MetricRequest = metrics.MetricRequest // the main sample of a call: latency, status, bytes, error
+	MetricTTFB    = metrics.MetricTTFB    // time to first byte
+	MetricConnect = metrics.MetricConnect // connection set-up, only when a new connection was made
 )
 
-// ErrorKind classifies a failed call. The empty kind means success.
-type ErrorKind string
+// ErrorKind classifies a failed call; see metrics.ErrorKind.
+type ErrorKind = metrics.ErrorKind
 
-// The error kinds. A failed check is not an error; it is counted apart.
+// The error kinds, as metrics defines them. A failed check is not an
+// error; it is counted apart.
 const (
-	ErrNone              ErrorKind = ""
-	ErrTimeout           ErrorKind = "timeout"
-	ErrConnectionRefused ErrorKind = "connection_refused"
-	ErrReset             ErrorKind = "reset"
-	ErrDNS               ErrorKind = "dns"
-	ErrTLS               ErrorKind = "tls"
-	ErrProtocol          ErrorKind = "protocol"
-	// ErrInterrupted marks a call cancelled by the end of the run, after the
-	// graceful stop ran out, or by an abort.
-	ErrInterrupted ErrorKind = "interrupted"
-	// ErrIdleClosed marks a request that went out on a keep-alive
-	// connection the server had already closed, and failed before any
-	// byte of a response: the server most likely never saw it. It is
-	// counted as a failed attempt of its own; a retry is a new attempt.
-	ErrIdleClosed ErrorKind = "idle_closed"
-	// ErrPanic marks a call whose Do panicked and was recovered (a
-	// plugin's, by the SDK): a bug in the protocol, which hload warns of.
-	ErrPanic ErrorKind = "panic"
+	ErrNone              = metrics.ErrNone
+	ErrTimeout           = metrics.ErrTimeout
+	ErrConnectionRefused = metrics.ErrConnectionRefused
+	ErrReset             = metrics.ErrReset
+	ErrDNS               = metrics.ErrDNS
+	ErrTLS               = metrics.ErrTLS
+	ErrProtocol          = metrics.ErrProtocol
+	ErrInterrupted       = metrics.ErrInterrupted
+	ErrIdleClosed        = metrics.ErrIdleClosed
+	ErrPanic             = metrics.ErrPanic
 )
 
 // TargetValidator is an optional ability of a Protocol: it checks a
@@ -213,43 +209,9 @@ type BodySearcher interface {
 	SearchesBody() bool
 }
 
-// Sample is one measurement.
-type Sample struct {
-	Metric string
-	Time   time.Time     // when the measurement ended
-	Value  time.Duration // the measured time, taken with a monotonic clock
-	Status int           // protocol status (HTTP status code); 0 when none
-	Error  ErrorKind
-	// BytesSent and BytesReceived count the wire bytes of the call,
-	// including headers; set on the request sample.
-	BytesSent     int64
-	BytesReceived int64
-	// Body is the response body, set only on the request sample when
-	// Call.KeepBody is true, and valid only during emit. When the body was
-	// longer than Call.MaxBody, Body is its first MaxBody bytes.
-	Body []byte
-	// BodySize is the length of the whole body, kept or not, set with
-	// Body by a protocol that bounds it: more than len(Body) says the body
-	// was cut at Call.MaxBody. 0 from a protocol that does not say:
-	// len(Body) is then the body's length.
-	BodySize int64
-	// BodyFound says, for each of Call.BodyContains in order, whether the
-	// body held it, from a BodySearcher; valid only during emit. nil when
-	// the protocol did not look, so the core looks in Body.
-	BodyFound []bool
-	// Headers are the response's headers (an HTTP response's, an AMQP
-	// reply's properties and headers), set only on the request sample when
-	// Call.KeepHeaders is true, and valid only during emit. Keys are as
-	// the protocol names them (HTTP: canonical MIME form); the core looks
-	// them up without regard to case. A header sent several times, such as
-	// Set-Cookie, has one value per line.
-	Headers map[string][]string
-	// Message says why the call failed, in a few words the user can act
-	// on ("timeout \"fast\" is not a duration"); set only with Error, and
-	// optional. The core keeps the first messages of each kind for the
-	// summary.
-	Message string
-}
+// Sample is one measurement, as a protocol's calls emit it: metrics'
+// type, which the core folds into the run's figures.
+type Sample = metrics.Sample
 
 // Registry maps protocol names to protocols. It is built explicitly by the
 // caller; there is no process-wide registry.

@@ -26,17 +26,18 @@ const module = "github.com/hload/hload/"
 // TestFloors: a new package says where it sits. Prefixes end in "/".
 var floors = [][]string{
 	// What every part shares and depends on nothing of hload's.
-	{"protocols", "protocols/delivery", "protocols/http/h1", "plugins/proto", "plugins/internal/sched",
+	{"protocols/delivery", "protocols/http/h1", "plugins/proto", "plugins/internal/sched",
 		"internal/", "scripts/freeport", "bench/benchreq", "bench/loadavg", "demo", "importer/"},
-	// The built-in protocols: each knows the protocols interface only,
-	// never the scheduler that calls it.
-	{"protocols/http", "protocols/sse", "protocols/amqp"},
+	// The run's data model: samples, metric names, figures.
 	{"metrics"},
-	{"config"},
+	// The protocol interface and the built-in protocols: they know the
+	// samples they emit, never the scheduler that calls them.
+	{"protocols", "protocols/http", "protocols/sse", "protocols/amqp"},
+	// The test plan, and the plugin wire, the SDK authors import, the
+	// host, and the test support that runs a protocol both in-process
+	// and over the wire.
+	{"config", "plugins/internal/wire", "plugins/sdk", "plugins/sdk/", "plugins/host", "plugins/protocoltest"},
 	{"core"},
-	// The plugin wire, the SDK authors import, the host, and the test
-	// support that runs a protocol both in-process and over the wire.
-	{"plugins/internal/wire", "plugins/sdk", "plugins/sdk/", "plugins/host", "plugins/protocoltest"},
 	// What reads a run: the sinks, compare and merge.
 	{"sinks", "sinks/", "compare", "merge", "deploy/"},
 	// Programs.
@@ -223,6 +224,12 @@ var literalUses = map[string]string{
 	"sinks/console/summary.go checks": "a row of the terminal's table",
 }
 
+// commonWords are metric names that are also the words of other things
+// all over the code: "request" is the HCL block, the series' key and a
+// column of every sink. Only the constants named Metric... count as
+// their definitions.
+var commonWords = map[string]bool{"request": true}
+
 // TestMetricNamesDefinedOnce: every metric name, hload's own and each
 // protocol's, is one constant in non-test code, and no other non-test
 // code writes hload's own names as strings of its own.
@@ -239,7 +246,8 @@ func TestMetricNamesDefinedOnce(t *testing.T) {
 	}
 	sourceFiles(t, dir, func(rel string, fset *token.FileSet, f *ast.File) {
 		for _, c := range stringConsts(f) {
-			if _, ok := own[c.value]; (ok && !other(rel, c.value)) || strings.HasPrefix(c.name, "Metric") {
+			_, ok := own[c.value]
+			if (ok && !commonWords[c.value] && !other(rel, c.value)) || strings.HasPrefix(c.name, "Metric") {
 				defined[c.value] = append(defined[c.value], rel+" "+c.name)
 			}
 		}
@@ -256,7 +264,7 @@ func TestMetricNamesDefinedOnce(t *testing.T) {
 				if n.Kind != token.STRING || err != nil {
 					return true
 				}
-				if _, ok := own[s]; ok {
+				if _, ok := own[s]; ok && !commonWords[s] {
 					if !other(rel, s) {
 						stray = append(stray, fmt.Sprintf("%s: %q", fset.Position(n.Pos()), s))
 					}
