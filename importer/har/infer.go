@@ -931,89 +931,96 @@ func (s *step) noun() (string, bool) {
 // name names the steps, captures and variables, each name unique in its
 // kind.
 func (im *importer) name() {
-	used := map[string]int{}
-	unique := func(n string) string {
-		used[n]++
-		if used[n] == 1 {
-			return n
-		}
-		return fmt.Sprintf("%s_%d", n, used[n])
-	}
+	steps := names{}
 	for _, s := range im.steps {
-		n, idAfter := s.noun()
-		switch {
-		case n == "":
-			n = "home"
-		case idAfter:
-			n = singular(n)
-		}
-		if s.method != "GET" && !actions[n] {
-			n = strings.ToLower(s.method) + "_" + n
-		}
-		s.name = unique(n)
+		s.name = steps.take(s.stepName())
 	}
-	vars := map[string]int{"base_url": 1, "vus": 1, "duration": 1}
-	uniqueVar := func(n string) string {
-		vars[n]++
-		if vars[n] == 1 {
-			return n
-		}
-		return fmt.Sprintf("%s_%d", n, vars[n])
-	}
-	caps := map[string]int{}
+	caps := names{}
 	for _, c := range im.captures {
-		if len(c.users) == 0 {
-			continue
+		if len(c.users) > 0 {
+			c.name = caps.take(c.captureName())
 		}
-		var n string
-		switch c.fn {
-		case "json":
-			n = ident(c.key)
-			if n == "id" || n == "uuid" || n == "key" || n == "value" || strings.HasPrefix(n, "v_") {
-				owner := ident(singular(c.parent))
-				if c.parent == "" || generic[c.parent] {
-					owner, _ = c.from.noun()
-					owner = singular(owner)
-				}
-				if owner == "" || strings.HasPrefix(owner, "v_") {
-					owner = "item"
-				}
-				n = owner + "_" + strings.TrimPrefix(n, "v_")
-			}
-		case "header":
-			n = strings.TrimPrefix(ident(c.key), "x_")
-		default:
-			n = ident(c.key)
-		}
-		caps[n]++
-		if caps[n] > 1 {
-			n = fmt.Sprintf("%s_%d", n, caps[n])
-		}
-		c.name = n
 	}
-	origins := slices.Clone(im.origins)
-	sort.SliceStable(origins, func(a, b int) bool { return origins[a].count > origins[b].count })
-	targets := map[string]int{}
-	for i, o := range origins {
+	vars := names{"base_url": 1, "vus": 1, "duration": 1}
+	im.nameOrigins(vars)
+	for _, v := range im.secretList {
+		v.name = vars.take(ident(v.hint))
+	}
+}
+
+// names counts the names taken in one kind, so that each is unique.
+type names map[string]int
+
+// take returns n, or n_2, n_3 ... when n is already taken.
+func (t names) take(n string) string {
+	t[n]++
+	if t[n] == 1 {
+		return n
+	}
+	return fmt.Sprintf("%s_%d", n, t[n])
+}
+
+// stepName is what a step is called before names are made unique: the
+// noun of its path ("home" for none), singular when an id follows it,
+// after the method when the step is not a GET and the noun not an action.
+func (s *step) stepName() string {
+	n, idAfter := s.noun()
+	switch {
+	case n == "":
+		n = "home"
+	case idAfter:
+		n = singular(n)
+	}
+	if s.method != "GET" && !actions[n] {
+		n = strings.ToLower(s.method) + "_" + n
+	}
+	return n
+}
+
+// captureName is what a capture is called before names are made unique:
+// its key, after its owner's noun when the key alone says nothing (an
+// "id" of a JSON object), without the x_ of a header.
+func (c *capture) captureName() string {
+	switch c.fn {
+	case "json":
+		n := ident(c.key)
+		if n == "id" || n == "uuid" || n == "key" || n == "value" || strings.HasPrefix(n, "v_") {
+			owner := ident(singular(c.parent))
+			if c.parent == "" || generic[c.parent] {
+				owner, _ = c.from.noun()
+				owner = singular(owner)
+			}
+			if owner == "" || strings.HasPrefix(owner, "v_") {
+				owner = "item"
+			}
+			n = owner + "_" + strings.TrimPrefix(n, "v_")
+		}
+		return n
+	case "header":
+		return strings.TrimPrefix(ident(c.key), "x_")
+	default:
+		return ident(c.key)
+	}
+}
+
+// nameOrigins names each origin's target and variable: the most used is
+// the site, with base_url; the others take the first label of their
+// host, and a variable from vars.
+func (im *importer) nameOrigins(vars names) {
+	targets := names{}
+	for i, o := range im.sortedOrigins() {
 		if i == 0 {
-			o.target, o.varName = "site", "base_url"
-			targets["site"]++
+			o.target, o.varName = targets.take("site"), "base_url"
 			continue
 		}
 		u, _ := url.Parse(o.url)
-		host := u.Hostname()
-		label := ident(strings.Split(host, ".")[0])
-		if isDigits(strings.Split(host, ".")[0]) || strings.HasPrefix(label, "v_") {
+		first := strings.Split(u.Hostname(), ".")[0]
+		label := ident(first)
+		if isDigits(first) || strings.HasPrefix(label, "v_") {
 			label = "site"
 		}
-		targets[label]++
-		if targets[label] > 1 {
-			label = fmt.Sprintf("%s_%d", label, targets[label])
-		}
-		o.target, o.varName = label, uniqueVar("base_url_"+label)
-	}
-	for _, v := range im.secretList {
-		v.name = uniqueVar(ident(v.hint))
+		label = targets.take(label)
+		o.target, o.varName = label, vars.take("base_url_"+label)
 	}
 }
 
