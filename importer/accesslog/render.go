@@ -125,7 +125,33 @@ func (r *Result) scale() float64 {
 	return r.Options.Scale
 }
 
+// writeRequest writes a template's request block, after comments that
+// say how much of the log it stands for.
 func (r *Result) writeRequest(b *hclwrite.Body, t *Template, weight int) {
+	r.writeShare(b, t)
+	rq := b.AppendNewBlock("request", []string{t.Name})
+	rb := rq.Body()
+	if weight != t.Count {
+		comment(rb, fmt.Sprintf("Its share of %d (%d requests of %d).", maxWeightSum, t.Count, r.Total))
+	}
+	rb.SetAttributeValue("weight", cty.NumberIntVal(int64(weight)))
+	rb.SetAttributeValue("method", cty.StringVal(t.Method))
+	feeder := ""
+	if _, ok := r.FeederOf[t.Name]; ok {
+		feeder = t.Name
+	}
+	writePath(rb, t, feeder)
+	writeQuery(rb, t, feeder)
+	if t.Method != "GET" && t.Method != "HEAD" && t.Method != "DELETE" && t.Method != "OPTIONS" {
+		comment(rb, "A log holds no request bodies: add the one the server expects",
+			"(json = {...}, form or body), or its check fails.")
+	}
+	writeCheck(rb, t)
+}
+
+// writeShare comments a template's share of the log and its median, and
+// the templates below --min-share folded into it.
+func (r *Result) writeShare(b *hclwrite.Body, t *Template) {
 	share := float64(t.Count) / float64(r.Total)
 	head := fmt.Sprintf("%s %s: %s, %s of the log", t.Method, t.Display, requests(t.Count), Percent(share))
 	if p50, ok := t.P50(); ok {
@@ -139,17 +165,11 @@ func (r *Result) writeRequest(b *hclwrite.Body, t *Template, weight int) {
 		}
 		comment(b, fmt.Sprintf("It counts %s of %s %s too, below --min-share.", requests(f.Count), f.Method, f.Display))
 	}
-	rq := b.AppendNewBlock("request", []string{t.Name})
-	rb := rq.Body()
-	if weight != t.Count {
-		comment(rb, fmt.Sprintf("Its share of %d (%d requests of %d).", maxWeightSum, t.Count, r.Total))
-	}
-	rb.SetAttributeValue("weight", cty.NumberIntVal(int64(weight)))
-	rb.SetAttributeValue("method", cty.StringVal(t.Method))
-	feeder := ""
-	if _, ok := r.FeederOf[t.Name]; ok {
-		feeder = t.Name
-	}
+}
+
+// writePath writes the path attribute: literal segments as they are,
+// each slot as the expression that draws it, after a comment on each slot.
+func writePath(rb *hclwrite.Body, t *Template, feeder string) {
 	for _, p := range t.path {
 		if p.slot >= 0 {
 			comment(rb, slotComment(t.Slots[p.slot], feeder))
@@ -170,28 +190,35 @@ func (r *Result) writeRequest(b *hclwrite.Body, t *Template, weight int) {
 	}
 	path.WriteString(`"`)
 	rb.SetAttributeRaw("path", raw(path.String()))
-	if len(t.query) > 0 {
-		var q strings.Builder
-		q.WriteString("{\n")
-		for _, qp := range t.query {
-			key := qp.name
-			if !hclsyntax.ValidIdentifier(key) {
-				key = strconv.Quote(key)
-			}
-			if qp.part.slot < 0 {
-				fmt.Fprintf(&q, "%s = \"%s\"\n", key, templateLiteral(qp.part.literal))
-				continue
-			}
-			s := t.Slots[qp.part.slot]
-			fmt.Fprintf(&q, "%s = \"${%s}\" # %s\n", key, slotExpr(s, feeder), slotComment(s, feeder))
+}
+
+// writeQuery writes the query attribute, if the template has one: a
+// literal value as it is, a slot as its expression with a comment.
+func writeQuery(rb *hclwrite.Body, t *Template, feeder string) {
+	if len(t.query) == 0 {
+		return
+	}
+	var q strings.Builder
+	q.WriteString("{\n")
+	for _, qp := range t.query {
+		key := qp.name
+		if !hclsyntax.ValidIdentifier(key) {
+			key = strconv.Quote(key)
 		}
-		q.WriteString("}")
-		rb.SetAttributeRaw("query", raw(q.String()))
+		if qp.part.slot < 0 {
+			fmt.Fprintf(&q, "%s = \"%s\"\n", key, templateLiteral(qp.part.literal))
+			continue
+		}
+		s := t.Slots[qp.part.slot]
+		fmt.Fprintf(&q, "%s = \"${%s}\" # %s\n", key, slotExpr(s, feeder), slotComment(s, feeder))
 	}
-	if t.Method != "GET" && t.Method != "HEAD" && t.Method != "DELETE" && t.Method != "OPTIONS" {
-		comment(rb, "A log holds no request bodies: add the one the server expects",
-			"(json = {...}, form or body), or its check fails.")
-	}
+	q.WriteString("}")
+	rb.SetAttributeRaw("query", raw(q.String()))
+}
+
+// writeCheck writes the check block: the statuses the log had for the
+// template, with how often each came in a comment.
+func writeCheck(rb *hclwrite.Body, t *Template) {
 	statuses := make([]int, 0, len(t.Statuses))
 	for s := range t.Statuses {
 		statuses = append(statuses, s)

@@ -152,6 +152,17 @@ func TestInfer(t *testing.T) {
 			setup:    []string{"login"},
 		},
 		{
+			// A token shorter than minLong is not looked for inside the
+			// header; it is found as the credential after the scheme.
+			name: "a short bearer token after its scheme",
+			entries: []entry{{method: "POST", url: shop + "/api/login", body: `{"user":"ann"}`, resp: `{"token":"sh0rtT"}`},
+				{url: shop + "/api/me", reqHeaders: hv("Authorization", "Bearer sh0rtT")}},
+			has:      []string{`Authorization = "Bearer ${vu.vars.token}"`},
+			hasNot:   []string{`"Bearer sh0rtT"`},
+			captures: []string{`token=json("token")`},
+			setup:    []string{"login"},
+		},
+		{
 			name: "a typed token is a variable",
 			entries: []entry{{url: shop + "/api/me", reqHeaders: hv("Authorization", "Bearer typedTypedTyped", "X-Api-Key", "k3yk3yk3y")},
 				{url: shop + "/api/me?access_token=qu3ryT0ken"}},

@@ -404,20 +404,39 @@ func (im *importer) add(n int, e *Entry) {
 		im.lastEnd = end
 	}
 	im.steps = append(im.steps, s)
-	var sent []string // what this request sends as recorded, once resolved
 
 	// A redirect's Location that names a resource (an id in its path, or
-	// a query) is the whole path of the request that follows it.
+	// a query) is the whole path of the request that follows it: the
+	// request keeps no path or query of its own, and what it names below
+	// has no path either.
 	if c := im.known[u.RequestURI()]; c != nil && c.fn == "header" && c.arg == "Location" && namesResource(c.value) {
 		s.wholePath = c
 		im.use(s, c, "the path")
 		u = &url.URL{Scheme: u.Scheme, Host: u.Host}
 	}
-	// The path, a segment at a time.
-	for seg := range strings.SplitSeq(strings.TrimPrefix(u.EscapedPath(), "/"), "/") {
-		if s.wholePath != nil {
-			break
+	var sent []string // what this request sends as recorded, once resolved
+	sent = im.addPath(s, u, sent)
+	sent = im.addQuery(s, u, sent)
+	bodyTyped := false
+	if pd := e.Request.PostData; pd != nil {
+		bodyTyped, sent = im.addBody(s, u, pd, sent)
+	}
+	sent = im.addHeaders(s, u, bodyTyped, sent)
+	for _, v := range sent {
+		if im.known[v] == nil {
+			im.clientSent[v] = true
 		}
+	}
+	im.carried(s)
+}
+
+// addPath resolves the path, a segment at a time, unless a redirect gave
+// the whole path. It returns sent with each segment as recorded.
+func (im *importer) addPath(s *step, u *url.URL, sent []string) []string {
+	if s.wholePath != nil {
+		return sent
+	}
+	for seg := range strings.SplitSeq(strings.TrimPrefix(u.EscapedPath(), "/"), "/") {
 		raw, err := url.PathUnescape(seg)
 		if err != nil {
 			raw = seg
@@ -429,109 +448,134 @@ func (im *importer) add(n int, e *Entry) {
 		s.path = append(s.path, p)
 		sent = append(sent, raw)
 	}
-	// The query, a parameter at a time.
-	if u.RawQuery != "" {
-		for pair := range strings.SplitSeq(u.RawQuery, "&") {
-			k, v, _ := strings.Cut(pair, "=")
-			key, _ := url.QueryUnescape(k)
-			val, err := url.QueryUnescape(v)
-			if err != nil {
-				val = v
+	return sent
+}
+
+// addQuery resolves the query, a parameter at a time; a literal value
+// under a secret-looking key becomes a sensitive variable. It returns
+// sent with each value as recorded.
+func (im *importer) addQuery(s *step, u *url.URL, sent []string) []string {
+	if u.RawQuery == "" {
+		return sent
+	}
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		key, _ := url.QueryUnescape(k)
+		val, err := url.QueryUnescape(v)
+		if err != nil {
+			val = v
+		}
+		p := im.resolve(s, val, "the query", true)
+		if p.literal() {
+			p = lit(v)
+			if secretKey.MatchString(key) && val != "" {
+				p = parts{{variable: im.secret(val, key, fmt.Sprintf("%s %s, query parameter %s", s.method, u.Path, key))}}
 			}
-			p := im.resolve(s, val, "the query", true)
-			if p.literal() {
-				p = lit(v)
-				if secretKey.MatchString(key) && val != "" {
-					p = parts{{variable: im.secret(val, key, fmt.Sprintf("%s %s, query parameter %s", s.method, u.Path, key))}}
-				}
-			}
-			s.query = append(s.query, formField{name: k, value: p})
-			sent = append(sent, val)
+		}
+		s.query = append(s.query, formField{name: k, value: p})
+		sent = append(sent, val)
+	}
+	return sent
+}
+
+// addBody resolves the body: field by field when it is JSON or a form
+// that names each field once (typed), as text otherwise. It reports
+// whether the body was typed, and returns sent with what it sends.
+func (im *importer) addBody(s *step, u *url.URL, pd *PostData, sent []string) (bool, []string) {
+	mt, _, _ := mime.ParseMediaType(pd.MimeType)
+	if mt == "" {
+		mt, _, _ = mime.ParseMediaType(header(s.e.Request.Headers, "Content-Type"))
+	}
+	typed := false
+	switch {
+	case strings.Contains(mt, "json"):
+		typed, sent = im.addJSONBody(s, u, pd.Text, sent)
+	case mt == "application/x-www-form-urlencoded":
+		typed, sent = im.addFormBody(s, u, pd, sent)
+	}
+	if !typed && pd.Text != "" {
+		s.body = im.resolve(s, pd.Text, "the body", false)
+		sent = append(sent, pd.Text)
+	}
+	return typed, sent
+}
+
+// addJSONBody resolves a JSON body leaf by leaf; a literal string under a
+// secret-looking key becomes a sensitive variable, and one under a
+// password key makes the step a login. It reports false when the text
+// is not JSON.
+func (im *importer) addJSONBody(s *step, u *url.URL, text string, sent []string) (bool, []string) {
+	n, ok := parseJSON(text)
+	if !ok {
+		return false, sent
+	}
+	s.json = n
+	for _, l := range leaves(n) {
+		p := im.resolve(s, l.node.text, "the body", true)
+		if p.literal() && l.node.kind == 's' && secretKey.MatchString(l.key) && l.node.text != "" {
+			p = parts{{variable: im.secret(l.node.text, l.key, fmt.Sprintf("%s %s, body field %s", s.method, u.Path, l.path))}}
+			s.login = s.login || passwordKey.MatchString(l.key)
+		}
+		l.node.sent = p
+		sent = append(sent, l.node.text)
+	}
+	return true, sent
+}
+
+// addFormBody resolves a form body field by field, as addJSONBody does a
+// JSON one. It reports false when a field repeats: form takes each name
+// once, so such a body is sent as text.
+func (im *importer) addFormBody(s *step, u *url.URL, pd *PostData, sent []string) (bool, []string) {
+	fields := formFields(pd)
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if seen[f.Name] {
+			return false, sent
+		}
+		seen[f.Name] = true
+	}
+	for _, f := range fields {
+		val, err := url.QueryUnescape(f.Value)
+		if err != nil || len(pd.Params) == 0 {
+			val = f.Value
+		}
+		p := im.resolve(s, val, "the body", true)
+		if p.literal() && secretKey.MatchString(f.Name) && val != "" {
+			p = parts{{variable: im.secret(val, f.Name, fmt.Sprintf("%s %s, form field %s", s.method, u.Path, f.Name))}}
+			s.login = s.login || passwordKey.MatchString(f.Name)
+		}
+		s.form = append(s.form, formField{name: f.Name, value: p})
+		sent = append(sent, val)
+	}
+	return true, sent
+}
+
+// formFields are a form body's fields in order: the recorded params, or,
+// when the HAR has none, the fields parsed from the text (unescaped).
+func formFields(pd *PostData) []NameVal {
+	fields := pd.Params
+	if len(fields) > 0 {
+		return fields
+	}
+	q, _ := url.ParseQuery(pd.Text)
+	for pair := range strings.SplitSeq(pd.Text, "&") {
+		k, _, _ := strings.Cut(pair, "=")
+		if key, err := url.QueryUnescape(k); err == nil && q.Has(key) {
+			fields = append(fields, NameVal{Name: key, Value: q[key][0]})
+			q[key] = q[key][1:]
 		}
 	}
-	// The body.
-	bodyTyped := false
-	if pd := e.Request.PostData; pd != nil {
-		mt, _, _ := mime.ParseMediaType(pd.MimeType)
-		if mt == "" {
-			mt, _, _ = mime.ParseMediaType(header(e.Request.Headers, "Content-Type"))
-		}
-		switch {
-		case strings.Contains(mt, "json"):
-			if n, ok := parseJSON(pd.Text); ok {
-				s.json = n
-				bodyTyped = true
-				for _, l := range leaves(n) {
-					p := im.resolve(s, l.node.text, "the body", true)
-					if p.literal() && l.node.kind == 's' && secretKey.MatchString(l.key) && l.node.text != "" {
-						p = parts{{variable: im.secret(l.node.text, l.key, fmt.Sprintf("%s %s, body field %s", s.method, u.Path, l.path))}}
-						s.login = s.login || passwordKey.MatchString(l.key)
-					}
-					l.node.sent = p
-					sent = append(sent, l.node.text)
-				}
-			}
-		case mt == "application/x-www-form-urlencoded":
-			fields := pd.Params
-			if len(fields) == 0 {
-				q, _ := url.ParseQuery(pd.Text)
-				for pair := range strings.SplitSeq(pd.Text, "&") {
-					k, _, _ := strings.Cut(pair, "=")
-					if key, err := url.QueryUnescape(k); err == nil && q.Has(key) {
-						fields = append(fields, NameVal{Name: key, Value: q[key][0]})
-						q[key] = q[key][1:]
-					}
-				}
-			}
-			bodyTyped = true
-			seen := map[string]bool{}
-			for _, f := range fields {
-				if seen[f.Name] {
-					bodyTyped = false // a repeated field: form takes each once, so send the text
-					break
-				}
-				seen[f.Name] = true
-			}
-			if bodyTyped {
-				for _, f := range fields {
-					val, err := url.QueryUnescape(f.Value)
-					if err != nil || len(pd.Params) == 0 {
-						val = f.Value
-					}
-					p := im.resolve(s, val, "the body", true)
-					if p.literal() && secretKey.MatchString(f.Name) && val != "" {
-						p = parts{{variable: im.secret(val, f.Name, fmt.Sprintf("%s %s, form field %s", s.method, u.Path, f.Name))}}
-						s.login = s.login || passwordKey.MatchString(f.Name)
-					}
-					s.form = append(s.form, formField{name: f.Name, value: p})
-					sent = append(sent, val)
-				}
-			}
-		}
-		if !bodyTyped && pd.Text != "" {
-			s.body = im.resolve(s, pd.Text, "the body", false)
-			sent = append(sent, pd.Text)
-		}
-	}
-	// The headers.
-	for _, h := range e.Request.Headers {
+	return fields
+}
+
+// addHeaders resolves the headers the request sends (droppedHeader says
+// which it leaves to hload), and returns sent with each value as recorded.
+func (im *importer) addHeaders(s *step, u *url.URL, bodyTyped bool, sent []string) []string {
+	for _, h := range s.e.Request.Headers {
 		if droppedHeader(h.Name, h.Value, bodyTyped) {
 			continue
 		}
-		where := h.Name
-		p := im.resolve(s, h.Value, where, true)
-		if p.literal() {
-			// "Bearer TOKEN": the credential after the scheme.
-			if scheme, cred, ok := strings.Cut(h.Value, " "); ok && !strings.Contains(cred, " ") && cred != "" {
-				if c := im.resolve(s, cred, where, true); !c.literal() {
-					p = append(lit(scheme+" "), c...)
-				} else if secretKey.MatchString(h.Name) {
-					p = append(lit(scheme+" "), part{variable: im.secret(cred, schemeVar(scheme), fmt.Sprintf("%s %s, header %s", s.method, u.Path, h.Name))})
-				}
-			} else if secretKey.MatchString(h.Name) && h.Value != "" {
-				p = parts{{variable: im.secret(h.Value, h.Name, fmt.Sprintf("%s %s, header %s", s.method, u.Path, h.Name))}}
-			}
-		}
+		p := im.headerValue(s, u, h)
 		if strings.EqualFold(h.Name, "Authorization") || secretKey.MatchString(h.Name) {
 			for _, x := range p {
 				if x.capture != nil {
@@ -542,12 +586,28 @@ func (im *importer) add(n int, e *Entry) {
 		s.headers = append(s.headers, sentHeader{name: h.Name, value: p})
 		sent = append(sent, h.Value)
 	}
-	for _, v := range sent {
-		if im.known[v] == nil {
-			im.clientSent[v] = true
-		}
+	return sent
+}
+
+// headerValue resolves one header's value. A literal "Bearer TOKEN" is
+// resolved again for the credential after its scheme; a literal under a
+// secret-looking name becomes a sensitive variable.
+func (im *importer) headerValue(s *step, u *url.URL, h NameVal) parts {
+	where := h.Name
+	p := im.resolve(s, h.Value, where, true)
+	if !p.literal() {
+		return p
 	}
-	im.carried(s)
+	if scheme, cred, ok := strings.Cut(h.Value, " "); ok && !strings.Contains(cred, " ") && cred != "" {
+		if c := im.resolve(s, cred, where, true); !c.literal() {
+			p = append(lit(scheme+" "), c...)
+		} else if secretKey.MatchString(h.Name) {
+			p = append(lit(scheme+" "), part{variable: im.secret(cred, schemeVar(scheme), fmt.Sprintf("%s %s, header %s", s.method, u.Path, h.Name))})
+		}
+	} else if secretKey.MatchString(h.Name) && h.Value != "" {
+		p = parts{{variable: im.secret(h.Value, h.Name, fmt.Sprintf("%s %s, header %s", s.method, u.Path, h.Name))}}
+	}
+	return p
 }
 
 // namesResource reports whether a redirect's Location names a resource
@@ -871,89 +931,96 @@ func (s *step) noun() (string, bool) {
 // name names the steps, captures and variables, each name unique in its
 // kind.
 func (im *importer) name() {
-	used := map[string]int{}
-	unique := func(n string) string {
-		used[n]++
-		if used[n] == 1 {
-			return n
-		}
-		return fmt.Sprintf("%s_%d", n, used[n])
-	}
+	steps := names{}
 	for _, s := range im.steps {
-		n, idAfter := s.noun()
-		switch {
-		case n == "":
-			n = "home"
-		case idAfter:
-			n = singular(n)
-		}
-		if s.method != "GET" && !actions[n] {
-			n = strings.ToLower(s.method) + "_" + n
-		}
-		s.name = unique(n)
+		s.name = steps.take(s.stepName())
 	}
-	vars := map[string]int{"base_url": 1, "vus": 1, "duration": 1}
-	uniqueVar := func(n string) string {
-		vars[n]++
-		if vars[n] == 1 {
-			return n
-		}
-		return fmt.Sprintf("%s_%d", n, vars[n])
-	}
-	caps := map[string]int{}
+	caps := names{}
 	for _, c := range im.captures {
-		if len(c.users) == 0 {
-			continue
+		if len(c.users) > 0 {
+			c.name = caps.take(c.captureName())
 		}
-		var n string
-		switch c.fn {
-		case "json":
-			n = ident(c.key)
-			if n == "id" || n == "uuid" || n == "key" || n == "value" || strings.HasPrefix(n, "v_") {
-				owner := ident(singular(c.parent))
-				if c.parent == "" || generic[c.parent] {
-					owner, _ = c.from.noun()
-					owner = singular(owner)
-				}
-				if owner == "" || strings.HasPrefix(owner, "v_") {
-					owner = "item"
-				}
-				n = owner + "_" + strings.TrimPrefix(n, "v_")
-			}
-		case "header":
-			n = strings.TrimPrefix(ident(c.key), "x_")
-		default:
-			n = ident(c.key)
-		}
-		caps[n]++
-		if caps[n] > 1 {
-			n = fmt.Sprintf("%s_%d", n, caps[n])
-		}
-		c.name = n
 	}
-	origins := slices.Clone(im.origins)
-	sort.SliceStable(origins, func(a, b int) bool { return origins[a].count > origins[b].count })
-	targets := map[string]int{}
-	for i, o := range origins {
+	vars := names{"base_url": 1, "vus": 1, "duration": 1}
+	im.nameOrigins(vars)
+	for _, v := range im.secretList {
+		v.name = vars.take(ident(v.hint))
+	}
+}
+
+// names counts the names taken in one kind, so that each is unique.
+type names map[string]int
+
+// take returns n, or n_2, n_3 ... when n is already taken.
+func (t names) take(n string) string {
+	t[n]++
+	if t[n] == 1 {
+		return n
+	}
+	return fmt.Sprintf("%s_%d", n, t[n])
+}
+
+// stepName is what a step is called before names are made unique: the
+// noun of its path ("home" for none), singular when an id follows it,
+// after the method when the step is not a GET and the noun not an action.
+func (s *step) stepName() string {
+	n, idAfter := s.noun()
+	switch {
+	case n == "":
+		n = "home"
+	case idAfter:
+		n = singular(n)
+	}
+	if s.method != "GET" && !actions[n] {
+		n = strings.ToLower(s.method) + "_" + n
+	}
+	return n
+}
+
+// captureName is what a capture is called before names are made unique:
+// its key, after its owner's noun when the key alone says nothing (an
+// "id" of a JSON object), without the x_ of a header.
+func (c *capture) captureName() string {
+	switch c.fn {
+	case "json":
+		n := ident(c.key)
+		if n == "id" || n == "uuid" || n == "key" || n == "value" || strings.HasPrefix(n, "v_") {
+			owner := ident(singular(c.parent))
+			if c.parent == "" || generic[c.parent] {
+				owner, _ = c.from.noun()
+				owner = singular(owner)
+			}
+			if owner == "" || strings.HasPrefix(owner, "v_") {
+				owner = "item"
+			}
+			n = owner + "_" + strings.TrimPrefix(n, "v_")
+		}
+		return n
+	case "header":
+		return strings.TrimPrefix(ident(c.key), "x_")
+	default:
+		return ident(c.key)
+	}
+}
+
+// nameOrigins names each origin's target and variable: the most used is
+// the site, with base_url; the others take the first label of their
+// host, and a variable from vars.
+func (im *importer) nameOrigins(vars names) {
+	targets := names{}
+	for i, o := range im.sortedOrigins() {
 		if i == 0 {
-			o.target, o.varName = "site", "base_url"
-			targets["site"]++
+			o.target, o.varName = targets.take("site"), "base_url"
 			continue
 		}
 		u, _ := url.Parse(o.url)
-		host := u.Hostname()
-		label := ident(strings.Split(host, ".")[0])
-		if isDigits(strings.Split(host, ".")[0]) || strings.HasPrefix(label, "v_") {
+		first := strings.Split(u.Hostname(), ".")[0]
+		label := ident(first)
+		if isDigits(first) || strings.HasPrefix(label, "v_") {
 			label = "site"
 		}
-		targets[label]++
-		if targets[label] > 1 {
-			label = fmt.Sprintf("%s_%d", label, targets[label])
-		}
-		o.target, o.varName = label, uniqueVar("base_url_"+label)
-	}
-	for _, v := range im.secretList {
-		v.name = uniqueVar(ident(v.hint))
+		label = targets.take(label)
+		o.target, o.varName = label, vars.take("base_url_"+label)
 	}
 }
 

@@ -295,8 +295,9 @@ func TestMetricNamesDefinedOnce(t *testing.T) {
 }
 
 // requestPath are the folders a request's way runs through, from the HCL
-// to the sinks, and the CLI that drives it.
-var requestPath = []string{"config/", "core/", "metrics/", "protocols/", "plugins/", "sinks/", "cmd/hload/"}
+// to the sinks, the CLI that drives it, and the importers that write the
+// HCL from a HAR or an access log.
+var requestPath = []string{"config/", "core/", "metrics/", "protocols/", "plugins/", "sinks/", "cmd/hload/", "importer/"}
 
 // maxLines is the longest a function on the request path may be, from
 // its func line to its closing brace: one screen, read without scrolling.
