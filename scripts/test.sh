@@ -101,4 +101,11 @@ echo "== fuzz the config loader briefly"
 go test ./config -run '^$' -fuzz FuzzParse -fuzztime 300000x -fuzzminimizetime 2s -timeout 5m
 
 echo "== benchmarks compile and run once"
-go test -run '^$' -bench . -benchtime 1x ./... > /dev/null
+# The figures are not read here; a failure's or a hang's output is shown.
+bench_log=$(mktemp)
+if ! go test -run '^$' -bench . -benchtime 1x ./... > "$bench_log" 2>&1; then
+	grep -v -E '^(Benchmark|goos:|goarch:|pkg:|cpu:|PASS$|ok )' "$bench_log" >&2 || true
+	rm -f "$bench_log"
+	exit 1
+fi
+rm -f "$bench_log"

@@ -22,7 +22,7 @@ func listen(t *testing.T, token string) *Sink {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	t.Cleanup(func() { shutdown(s) })
 	if err := s.Start(context.Background(), metrics.RunInfo{Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,4 +149,11 @@ func TestCheckAddr(t *testing.T) {
 			t.Errorf("CheckAddr(%q, token %q): %v, want ok %v", tc.addr, tc.token, err, tc.ok)
 		}
 	}
+}
+
+// shutdown ends s within a few seconds, as cmd/hload does.
+func shutdown(s *Sink) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.Shutdown(ctx)
 }
