@@ -41,10 +41,13 @@ type Capacity struct {
 
 	mu          sync.Mutex
 	first, last time.Time // the first start and the last end on the workers' clocks
+	all         []*capacityWorker
+	gaps        time.Duration // the workers' idle time between two of their requests
 }
 
 type capacityWorker struct {
-	free time.Time // when its last request ended, on its own clock
+	free  time.Time // when its last request ended, on its own clock
+	first time.Time // when its first request started; guarded by Capacity.mu
 }
 
 // NewCapacity returns a Capacity endpoint.
@@ -64,7 +67,9 @@ func NewCapacity(opts CapacityOptions) *Capacity {
 		workers:     make(chan *capacityWorker, opts.Workers),
 	}
 	for range opts.Workers {
-		c.workers <- &capacityWorker{}
+		wk := &capacityWorker{}
+		c.all = append(c.all, wk)
+		c.workers <- wk
 	}
 	return c
 }
@@ -85,6 +90,25 @@ func (c *Capacity) Busy() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.last.Sub(c.first)
+}
+
+// Idle returns the workers' idle time, summed over the workers, within
+// Busy's span: the time a worker had no request to serve. Workers x Busy()
+// is exactly Served() x the service time plus Idle(), so a throughput
+// below capacity is the clients' (they kept the workers idle), never the
+// pool's.
+func (c *Capacity) Idle() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idle := c.gaps
+	for _, wk := range c.all {
+		if wk.first.IsZero() {
+			idle += c.last.Sub(c.first)
+			continue
+		}
+		idle += wk.first.Sub(c.first) + c.last.Sub(wk.free)
+	}
+	return idle
 }
 
 // ServeHTTP serves GET /capacity: 200 "ok" after one service time on a
@@ -111,21 +135,30 @@ func (c *Capacity) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if wk.free.After(start) {
 		start = wk.free
 	}
+	var gap time.Duration
+	if !wk.free.IsZero() && start.After(wk.free) {
+		gap = start.Sub(wk.free)
+	}
 	end := start.Add(c.serviceTime)
 	if wait := time.Until(end); wait > 0 {
 		time.Sleep(wait)
 	}
-	wk.free = end
+	c.note(wk, start, end, gap)
 	c.workers <- wk
-	c.note(start, end)
 	c.served.Add(1)
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-func (c *Capacity) note(start, end time.Time) {
+// note records a request the worker served, gap after its previous one.
+func (c *Capacity) note(wk *capacityWorker, start, end time.Time, gap time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	wk.free = end
+	if wk.first.IsZero() {
+		wk.first = start
+	}
+	c.gaps += gap
 	if c.first.IsZero() || start.Before(c.first) {
 		c.first = start
 	}
