@@ -69,7 +69,13 @@ func cmdMerge(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
-	if !sum.Passed {
+	// As hload apply would have exited: an interrupted segment (a pod
+	// evicted, a process stopped) makes the merged run interrupted, whose
+	// figures hold less than the planned load, whatever its thresholds say.
+	switch {
+	case sum.Interrupted:
+		return &exitError{code: exitInterrupted}
+	case !sum.Passed:
 		return &exitError{code: exitThreshold}
 	}
 	return nil

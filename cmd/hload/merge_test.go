@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -326,6 +327,45 @@ func TestMergeJudgesThresholds(t *testing.T) {
 				t.Errorf("the merged table does not show %s %s:\n%s", verdict, tt.condition, r.stdout)
 			}
 		})
+	}
+}
+
+// TestMergeInterrupted: a segment that was interrupted (a pod evicted, a
+// process stopped by SIGTERM) makes the merged run interrupted: merge
+// prints and exports it, says which segment, and exits 130 as hload apply
+// does for an interrupted run, though its threshold holds.
+func TestMergeInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	srv := newRowCounter(t, nil)
+	usersCSV(t, dir, 200)
+	file := writeFile(t, dir, "test.hcl", fmt.Sprintf(thresholdTest, "rps", "count < 1000"))
+	results, exports := runSegments(t, dir, file, 2, "--var", "base_url="+srv.URL)
+	for i, r := range results {
+		if r.code != 0 {
+			t.Fatalf("segment %d/2: exit %d\n%s%s", i+1, r.code, r.stdout, r.stderr)
+		}
+	}
+	// The second segment as a SIGTERM would have left it.
+	data, err := os.ReadFile(exports[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoilt := regexp.MustCompile(`"interrupted":\s*false`).ReplaceAll(data, []byte(`"interrupted": true`))
+	if bytes.Equal(spoilt, data) {
+		t.Fatalf("%s has no \"interrupted\":false", exports[1])
+	}
+	writeFile(t, filepath.Dir(exports[1]), "result.json", string(spoilt))
+	out := filepath.Join(dir, "merged.json")
+	r := hload(t, dir, append([]string{"merge", "--summary-export", out}, exports...)...)
+	if r.code != exitInterrupted {
+		t.Fatalf("merge: exit %d, want %d\n%s%s", r.code, exitInterrupted, r.stdout, r.stderr)
+	}
+	sum := exportedSummary(t, out)
+	if !sum.Interrupted || len(sum.Thresholds) != 1 || !sum.Thresholds[0].Passed {
+		t.Errorf("merged: interrupted %v, thresholds %+v; want interrupted, the threshold held", sum.Interrupted, sum.Thresholds)
+	}
+	if !strings.Contains(r.stdout+r.stderr, "segment 2/2") || !strings.Contains(r.stdout+r.stderr, "interrupted") {
+		t.Errorf("merge does not say segment 2/2 was interrupted:\n%s%s", r.stdout, r.stderr)
 	}
 }
 
