@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 export GOFLAGS="${GOFLAGS:-} -mod=readonly"
 
-echo "== installs and services: RabbitMQ, InfluxDB 1.8.3 and Redis on loopback, this run's own"
+echo "== installs and services: RabbitMQ, InfluxDB 1.8.3, Redis and Kubernetes on loopback, this run's own"
 # Real brokers and databases for the AMQP and InfluxDB tests, as users run
 # them. The scripts install or build what is missing (rabbitmq-server from
 # Debian; influxd with go install, cached in ~/.cache/hload), and each start
@@ -19,11 +19,11 @@ echo "== installs and services: RabbitMQ, InfluxDB 1.8.3 and Redis on loopback, 
 # takes a while. On any exit this run stops what it started, by the folders
 # its starts printed, and nothing else.
 services=$(mktemp -d "${TMPDIR:-/tmp}/hload-test.XXXXXXXXXX")
-rabbitmq= influxd= rabbitmq_dir= influxd_dir=
+rabbitmq= influxd= k8s= rabbitmq_dir= influxd_dir=
 stop_services() {
 	# A start still running (this run was interrupted) ends on SIGTERM,
 	# stopping what it launched; a background job ignores SIGINT.
-	for job in $rabbitmq $influxd; do
+	for job in $rabbitmq $influxd $k8s; do
 		kill -TERM "$job" 2>/dev/null || true
 		wait "$job" 2>/dev/null || true
 	done
@@ -32,6 +32,7 @@ stop_services() {
 	if [ -n "$influxd_dir" ]; then scripts/influxd.sh stop "$influxd_dir" || true; fi
 	if [ -n "$rabbitmq_dir" ]; then scripts/rabbitmq.sh stop "$rabbitmq_dir" || true; fi
 	redis_dir=$(sed -n 's/^export HLOAD_REDIS_DIR=//p' "$services/redis.env" 2>/dev/null || true); if [ -n "$redis_dir" ]; then scripts/redis.sh stop "$redis_dir" || true; fi
+	k8s_dir=$(sed -n 's/^export HLOAD_K8S_DIR=//p' "$services/k8s.env" 2>/dev/null || true); if [ -n "$k8s_dir" ]; then scripts/k8s.sh stop "$k8s_dir" || true; fi
 	rm -rf "$services"
 }
 trap stop_services EXIT
@@ -50,16 +51,23 @@ scripts/rabbitmq.sh start >"$services/rabbitmq.env" &
 rabbitmq=$!
 scripts/influxd.sh start >"$services/influxd.env" &
 influxd=$!
-rabbitmq_ok=1 influxd_ok=1
+# A Kubernetes control plane for deploy/kubernetes: its first build takes
+# about 15 minutes, cached after in ~/.cache/hload/bin like influxd.
+scripts/k8s.sh start >"$services/k8s.env" &
+k8s=$!
+rabbitmq_ok=1 influxd_ok=1 k8s_ok=1
 wait "$rabbitmq" || rabbitmq_ok=
 wait "$influxd" || influxd_ok=
-rabbitmq= influxd=
+wait "$k8s" || k8s_ok=
+rabbitmq= influxd= k8s=
 rabbitmq_dir=$(sed -n 's/^export HLOAD_RABBITMQ_DIR=//p' "$services/rabbitmq.env")
 influxd_dir=$(sed -n 's/^export HLOAD_INFLUXD_DIR=//p' "$services/influxd.env")
 [ -n "$rabbitmq_ok" ] || { echo "RabbitMQ did not start"; exit 1; }
 [ -n "$influxd_ok" ] || { echo "InfluxDB did not start"; exit 1; }
+[ -n "$k8s_ok" ] || { echo "Kubernetes did not start"; exit 1; }
 . "$services/rabbitmq.env"
 . "$services/influxd.env"
+. "$services/k8s.env"
 scripts/redis.sh start >"$services/redis.env" || { echo "Redis did not start"; exit 1; }; . "$services/redis.env" # for the Redis example plugin's test
 # The AMQP and InfluxDB tests fail, instead of skipping, when a service they
 # need is missing or does not answer: a broken export above must not turn

@@ -29,6 +29,7 @@ module() {
 }
 
 influxd=$CACHE/bin/influxd
+k8s=$(ls -d "$CACHE"/bin/k8s-* 2>/dev/null | tail -n 1)
 vegeta=$(command -v vegeta || echo "$CACHE/bin/vegeta")
 
 printf '%-14s %s\n' \
@@ -40,4 +41,5 @@ printf '%-14s %s\n' \
 	nginx "$(pkg nginx)" \
 	wrk "$(pkg wrk)" \
 	hey "$(pkg hey)" \
-	vegeta "$(module "$vegeta")"
+	vegeta "$(module "$vegeta")" \
+	kubernetes "$(first "$k8s/kube-apiserver" --version) (etcd $(first "$k8s/etcd" --version | awk '{ print $NF }'))"

@@ -1,5 +1,5 @@
 // Package servicetest holds the one rule for tests that need a real
-// service (RabbitMQ, InfluxDB, Redis, Chromium, nginx): when the service is
+// service (RabbitMQ, InfluxDB, Redis, Chromium, nginx, Kubernetes): when the service is
 // missing, such a test fails where services are required, and skips,
 // saying how to start the service, where they are not. scripts/test.sh
 // starts every service and requires them, so in CI a missing service is a
@@ -26,6 +26,9 @@ var (
 	InfluxDB = Service{"InfluxDB", `eval "$(scripts/influxd.sh start)"`}
 	Redis    = Service{"Redis", `eval "$(scripts/redis.sh start)"`}
 	Chromium = Service{"Chromium", `scripts/chromium.sh`}
+	// Kubernetes is a control plane of its own (etcd, kube-apiserver,
+	// kube-controller-manager) built from the Go module proxy.
+	Kubernetes = Service{"Kubernetes", `eval "$(scripts/k8s.sh start)"`}
 	// Nginx is installed only: its test starts one in front of the demo
 	// shop it started, with scripts/nginx.sh start ADDR.
 	Nginx = Service{"nginx", `scripts/nginx.sh install`}
