@@ -1,9 +1,7 @@
 package kubernetes_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -92,16 +90,18 @@ func readSteps(t *testing.T, job *batchv1.Job) steps {
 	return s
 }
 
-// TestJobRunsAsLocalProcesses runs the Job of deploy/kubernetes as the
-// cluster would, with N local processes of hload: the container's args
-// and env as job.yaml gives them, the ConfigMap's test file where the
-// volume mounts it, JOB_COMPLETION_INDEX = 0..N-1, and the start barrier
-// as the documented steps compute and set it. It collects their output as
-// `kubectl logs -l job-name=hload --tail=-1` prints it, each pod's whole
-// log in turn, and pipes it into the documented `hload merge -` command.
-// The merged counts must equal the test server's own counts and the plan
-// of one process running the whole test.
-func TestJobRunsAsLocalProcesses(t *testing.T) {
+// TestJobOnControlPlane runs docs/distributed.md's steps as they stand,
+// with kubectl, against a real API server and Job controller
+// (scripts/k8s.sh): the ConfigMap, the barrier, the Job with the test's
+// own variables added to the documented kubectl set env (as a user sets
+// them, HLOAD_VAR_<name>), the two waits. The stand-in for a node runs the
+// Pods the Job controller makes, as local processes of the hload under
+// test, and its logs of them, as `kubectl logs -l job-name=hload
+// --tail=-1` prints them, go into the documented hload merge. Each of the
+// N completion indexes runs once, the Job completes, and the merged counts
+// equal the test server's own and the plan of one process running the
+// whole test.
+func TestJobOnControlPlane(t *testing.T) {
 	m := loadManifests(t)
 	st := readSteps(t, m.job)
 	c := m.job.Spec.Template.Spec.Containers[0]
@@ -111,112 +111,49 @@ func TestJobRunsAsLocalProcesses(t *testing.T) {
 	}
 	checkLogsArgs(t, st.logsArgs, m.job)
 	checkJobComment(t, st.lines)
-	if ep := entrypoint(t); ep != "/usr/local/bin/hload" {
-		t.Fatalf("the image's entrypoint is %q, not hload", ep)
-	}
 
+	cl := newCluster(t)
 	srv := newShop(t)
-	// The test's own variables, scaled down to a few seconds, as a user
-	// sets them per pod (HLOAD_VAR_<name>); the target is the loopback
-	// server in place of the demo Service.
+	// The sample test's own variables, scaled down to a few seconds; the
+	// target is the loopback server in place of the demo Service.
 	vars := map[string]string{
 		"base_url": srv.URL, "duration": "2s", "rate": "60", "orders_per_buyer": "3", "think_time": "50ms",
 	}
-	dir := t.TempDir()
-	files := mountedFiles(t, m, c, dir)
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = a
-		if local, ok := files[a]; ok {
-			args[i] = local
+	node := cl.node(t, nil)
+	barrier := cl.launch(t, st, vars, 10, true)
+	for _, prefix := range []string{"kubectl wait --for=jsonpath=", "kubectl wait --for=condition=Ready=false"} {
+		line := strings.Replace(lineWith(t, st.lines, prefix), "--timeout=30m", "--timeout=2m", 1)
+		if out, err := cl.sh(t, nil, line); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
 		}
 	}
-
-	// The barrier, computed once as the doc does, with a margin of a few
-	// seconds for local processes in place of the cluster's minute.
-	margin := regexp.MustCompile(`'\+\d+ seconds'`)
-	if !margin.MatchString(st.dateCommand) {
-		t.Fatalf("the doc's barrier %q has no '+N seconds' margin", st.dateCommand)
+	job := cl.jobEnded(t, m.job.Name, time.Minute)
+	t.Logf("job/%s: %s", job.Name, conditions(job))
+	if condition(job, batchv1.JobComplete) == nil || job.Status.Succeeded != int32(n) || job.Status.CompletedIndexes != fmt.Sprintf("0-%d", n-1) {
+		t.Errorf("want the Job complete, %d pods succeeded: %s", n, conditions(job))
 	}
-	out, err := exec.Command("sh", "-c", margin.ReplaceAllString(st.dateCommand, "'+6 seconds'")).Output()
+	for i, p := range indexes(t, nodeDone(t, node, n, time.Minute), n) {
+		t.Logf("pod %s: index %d, exit %d, ran %v from the barrier", p.Name, i, p.ExitCode, p.Ended.Sub(barrier).Round(time.Millisecond))
+		if p.ExitCode != 0 || p.Stopped {
+			t.Errorf("pod %s (index %d): exit %d, stopped %v", p.Name, i, p.ExitCode, p.Stopped)
+		}
+	}
+	logs, err := node.Logs(map[string]string{"job-name": m.job.Name})
 	if err != nil {
-		t.Fatalf("%s: %v", st.dateCommand, err)
+		t.Fatal(err)
 	}
-	startAt := strings.TrimSpace(string(out))
-	barrier, err := time.Parse(time.RFC3339, startAt)
-	if err != nil {
-		t.Fatalf("the doc's barrier command printed %q: %v", startAt, err)
-	}
-	env := map[string]string{}
-	for _, e := range c.Env {
-		env[e.Name] = e.Value
-	}
-	if _, ok := env[st.setEnv]; !ok {
-		t.Fatalf("kubectl set env writes %s, which the container does not have", st.setEnv)
-	}
-	env[st.setEnv] = startAt // what kubectl set env does to the pod template
-
-	logs := make([]bytes.Buffer, n)
-	codes := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		cmd := exec.Command(hloadBin, args...)
-		cmd.Dir = t.TempDir()
-		cmd.Env = append(os.Environ(), "JOB_COMPLETION_INDEX="+strconv.Itoa(i))
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		for k, v := range vars {
-			cmd.Env = append(cmd.Env, "HLOAD_VAR_"+k+"="+v)
-		}
-		// A container's log holds its stdout and stderr as written.
-		cmd.Stdout, cmd.Stderr = &logs[i], &logs[i]
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer timer.Stop()
-			err := cmd.Wait()
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				codes[i] = ee.ExitCode()
-			} else if err != nil {
-				codes[i] = -1
-			}
-		}()
-	}
-	wg.Wait()
-	var all bytes.Buffer
-	for i := range n {
-		if codes[i] != 0 {
-			t.Errorf("pod %d: exit %d\n%s", i, codes[i], logs[i].String())
-		}
-		last := lastLine(logs[i].String())
-		if !strings.HasPrefix(last, `{"hload_version":`) {
-			t.Errorf("pod %d: its log does not end with its result:\n%s", i, last)
-		}
+	for _, line := range strings.Split(string(logs), "\n") {
 		var seg metrics.Summary
-		if err := json.Unmarshal([]byte(last), &seg); err == nil && seg.Started.Before(barrier) {
-			t.Errorf("pod %d started at %s, before the barrier %s", i, seg.Started.Format(time.RFC3339Nano), startAt)
+		if strings.HasPrefix(line, `{"hload_version":`) && json.Unmarshal([]byte(line), &seg) == nil && seg.Started.Before(barrier) {
+			t.Errorf("a pod started at %s, before the barrier %s", seg.Started.Format(time.RFC3339Nano), barrier.Format(time.RFC3339))
 		}
-		all.Write(logs[i].Bytes())
-	}
-	if t.Failed() {
-		t.FailNow()
 	}
 
-	// kubectl logs ... | hload merge - --summary-export result.json --html report.html
-	merge := exec.Command(hloadBin, st.mergeArgs...)
-	merge.Dir = t.TempDir()
-	merge.Stdin = &all
-	merged, err := merge.CombinedOutput()
-	if err != nil {
-		t.Fatalf("hload %s: %v\n%s", strings.Join(st.mergeArgs, " "), err, merged)
+	merged, code, dir := cl.merged(t, st, node, m.job.Name, false)
+	if code != 0 {
+		t.Fatalf("hload %s: exit %d\n%s", strings.Join(st.mergeArgs, " "), code, merged)
 	}
-	sum := readSummary(t, filepath.Join(merge.Dir, exportArg(t, st.mergeArgs)))
+	sum := readSummary(t, filepath.Join(dir, exportArg(t, st.mergeArgs)))
 
 	// The merged counts are the server's, request by request.
 	served := srv.counts()
@@ -233,10 +170,14 @@ func TestJobRunsAsLocalProcesses(t *testing.T) {
 		}
 	}
 	// And the iterations are those of one process's plan.
-	plan := planIterations(t, files[hclArg(t, c)], vars, -1, n)
+	file := filepath.Join(t.TempDir(), "test.hcl")
+	if err := os.WriteFile(file, []byte(m.configMap.Data["test.hcl"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := planIterations(t, file, vars, -1, n)
 	var segmentPlans [2]int64
 	for i := range n {
-		p := planIterations(t, files[hclArg(t, c)], vars, i, n)
+		p := planIterations(t, file, vars, i, n)
 		segmentPlans[0] += p["buyers"]
 		segmentPlans[1] += p["browsers"]
 	}
@@ -375,13 +316,24 @@ type shop struct {
 	n  map[string]int64
 }
 
-func newShop(t *testing.T) *shop {
+func newShop(t *testing.T) *shop { return newShopRefusing(t, nil) }
+
+// newShopRefusing is a shop that answers 500 to the orders of the users
+// (the user query parameter) refuse says, and counts them as "refused"
+// too.
+func newShopRefusing(t *testing.T, refuse func(user int) bool) *shop {
 	s := &shop{n: map[string]int64{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, code := "other", http.StatusNotFound
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/orders":
 			key, code = "POST /orders", http.StatusCreated
+			if user, err := strconv.Atoi(r.URL.Query().Get("user")); err == nil && refuse != nil && refuse(user) {
+				code = http.StatusInternalServerError
+				s.mu.Lock()
+				s.n["refused"]++
+				s.mu.Unlock()
+			}
 		case r.Method == http.MethodGet && r.URL.Path == "/products":
 			key, code = "GET /products", http.StatusOK
 		case r.Method == http.MethodGet && regexp.MustCompile(`^/products/\d+$`).MatchString(r.URL.Path):

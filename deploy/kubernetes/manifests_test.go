@@ -287,9 +287,11 @@ func matches(selector, labels map[string]string) bool {
 	return len(selector) > 0
 }
 
-func deref(p *int32) any {
-	if p == nil {
-		return nil
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
 }
