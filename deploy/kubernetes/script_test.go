@@ -35,15 +35,15 @@ func TestK8sScriptStartStop(t *testing.T) {
 		env[m[1]] = m[2]
 	}
 	dir := env["HLOAD_K8S_DIR"]
-	if dir == "" || env["KUBECONFIG"] != filepath.Join(dir, "kubeconfig") || env["HLOAD_KUBECTL"] == "" {
-		t.Fatalf("k8s.sh start printed %q", out)
-	}
-	stopped := false
+	stopped := dir == ""
 	t.Cleanup(func() {
 		if !stopped {
 			exec.Command("../../scripts/k8s.sh", "stop", dir).Run()
 		}
 	})
+	if dir == "" || env["KUBECONFIG"] != filepath.Join(dir, "kubeconfig") || env["HLOAD_KUBECTL"] == "" {
+		t.Fatalf("k8s.sh start printed %q", out)
+	}
 	if dir == other {
 		t.Fatalf("two starts share the folder %s", dir)
 	}
