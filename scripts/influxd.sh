@@ -43,6 +43,8 @@ DB="${HLOAD_INFLUX_DB:-hload}"
 SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MARK=.hload-influxd
+# shellcheck source=service.sh
+. "$(dirname "$SELF")/service.sh"
 
 log() { echo "influxd.sh: $*" >&2; }
 
@@ -126,19 +128,6 @@ bind-address = "127.0.0.1:$RPC_PORT"
 EOF
 }
 
-# pid prints the PID of the influxd this folder's start launched, while it
-# runs: the recorded PID, if its environment carries our mark (a PID can be
-# reused by another program once ours has exited).
-pid() {
-	local p
-	p=$(cat "$DIR/influxd.pid" 2>/dev/null || true)
-	if [ -n "$p" ] && grep -qzxF "HLOAD_SERVICE=$DIR" "/proc/$p/environ" 2>/dev/null; then
-		echo "$p"
-		return 0
-	fi
-	return 1
-}
-
 ping() { curl -fsS -o /dev/null --max-time 2 "$URL/ping" 2>/dev/null; }
 
 # ours succeeds when the server at $URL is the one we started: expvar's
@@ -154,7 +143,7 @@ ours() {
 # bind it.
 wait_ping() {
 	for _ in $(seq 1 300); do
-		if ! pid >/dev/null; then
+		if ! svc_pid influxd >/dev/null; then
 			log "influxd exited; last lines of $DIR/influxd.log:"
 			tail -n 20 "$DIR/influxd.log" >&2 || true
 			return 1
@@ -169,43 +158,16 @@ wait_ping() {
 }
 
 launch() {
-	if pid >/dev/null && ping; then
+	if svc_pid influxd >/dev/null && ping; then
 		return 0
 	fi
 	write_config
-	# setsid: the server is not in the caller's process group, so a test's
-	# Ctrl-C does not take it down half way; stop ends it. The shell writes
-	# its own PID and then becomes influxd, so the PID is influxd's
-	# whether or not setsid has to fork.
-	setsid env "HLOAD_SERVICE=$DIR" sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$DIR/influxd.pid" \
-		"$BIN" -config "$DIR/influxdb.conf" >>"$DIR/influxd.log" 2>&1 </dev/null &
-	# Until the shell has written its PID, pid finds nothing.
-	for _ in $(seq 1 50); do
-		[ -s "$DIR/influxd.pid" ] && break
-		sleep 0.1
-	done
+	svc_launch influxd "$BIN" -config "$DIR/influxdb.conf" || return 1
 	wait_ping
 }
 
 # halt stops the server (SIGTERM, then SIGKILL after 10 s), keeping its data.
-halt() {
-	local p
-	if ! p=$(pid); then
-		rm -f "$DIR/influxd.pid"
-		return 0
-	fi
-	kill -TERM "$p" 2>/dev/null || true
-	for _ in $(seq 1 50); do
-		if ! kill -0 "$p" 2>/dev/null; then
-			rm -f "$DIR/influxd.pid"
-			return 0
-		fi
-		sleep 0.2
-	done
-	log "influxd $p ignored SIGTERM for 10s; killing it"
-	kill -KILL "$p" 2>/dev/null || true
-	rm -f "$DIR/influxd.pid"
-}
+halt() { svc_halt influxd 10; }
 
 remove_dir() {
 	if [ -f "$DIR/$MARK" ]; then

@@ -44,6 +44,8 @@ SELF="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 MARK=.hload-k8s
 PROGRAMS=(etcd kube-apiserver kube-controller-manager kubectl)
+# shellcheck source=service.sh
+. "$(dirname "$SELF")/service.sh"
 
 log() { echo "k8s.sh: $*" >&2; }
 
@@ -103,61 +105,10 @@ use_dir() {
 	fi
 }
 
-# pid prints the PID of the program NAME this folder's start launched,
-# while it runs: the recorded PID, if its environment carries our mark (a
-# PID can be reused by another program once ours has exited).
-pid() {
-	local p
-	p=$(cat "$DIR/$1.pid" 2>/dev/null || true)
-	if [ -n "$p" ] && grep -qzxF "HLOAD_SERVICE=$DIR" "/proc/$p/environ" 2>/dev/null; then
-		echo "$p"
-		return 0
-	fi
-	return 1
-}
-
-# launch NAME ARGS... starts $BIN/NAME in its own session, its output in
-# $DIR/NAME.log, and records its PID. The shell writes its own PID and then
-# becomes the program, so the PID is the program's whether or not setsid
-# has to fork.
-launch() {
-	local name=$1
-	shift
-	rm -f "$DIR/$name.pid"
-	setsid env "HLOAD_SERVICE=$DIR" sh -c 'echo $$ >"$1"; shift; exec "$@"' sh "$DIR/$name.pid" \
-		"$BIN/$name" "$@" >>"$DIR/$name.log" 2>&1 </dev/null &
-	for _ in $(seq 1 50); do
-		[ -s "$DIR/$name.pid" ] && return 0
-		sleep 0.1
-	done
-	log "$name did not start"
-	return 1
-}
-
-# halt NAME stops that program: SIGTERM, then SIGKILL after 20 s.
-halt() {
-	local p
-	if ! p=$(pid "$1"); then
-		rm -f "$DIR/$1.pid"
-		return 0
-	fi
-	kill -TERM "$p" 2>/dev/null || true
-	for _ in $(seq 1 100); do
-		if ! kill -0 "$p" 2>/dev/null; then
-			rm -f "$DIR/$1.pid"
-			return 0
-		fi
-		sleep 0.2
-	done
-	log "$1 $p ignored SIGTERM for 20s; killing it"
-	kill -KILL "$p" 2>/dev/null || true
-	rm -f "$DIR/$1.pid"
-}
-
 halt_all() {
-	halt kube-controller-manager
-	halt kube-apiserver
-	halt etcd
+	svc_halt kube-controller-manager 20
+	svc_halt kube-apiserver 20
+	svc_halt etcd 20
 }
 
 # ready NAME SECONDS CHECK... waits until CHECK succeeds while NAME runs.
@@ -165,7 +116,7 @@ ready() {
 	local name=$1 seconds=$2
 	shift 2
 	for _ in $(seq 1 $((seconds * 5))); do
-		if ! pid "$name" >/dev/null; then
+		if ! svc_pid "$name" >/dev/null; then
 			log "$name exited; last lines of $DIR/$name.log:"
 			tail -n 20 "$DIR/$name.log" >&2 || true
 			return 1
@@ -243,14 +194,14 @@ launch_all() {
 	rm -rf "$DIR/etcd"
 	# No fsync: the data lives as long as the test run, and fsync on a
 	# shared disk makes every write wait.
-	launch etcd --name hload-test --data-dir "$DIR/etcd" \
+	svc_launch etcd "$BIN/etcd" --name hload-test --data-dir "$DIR/etcd" \
 		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
 		--listen-peer-urls "http://127.0.0.1:$PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$PEER_PORT" \
 		--initial-cluster "hload-test=http://127.0.0.1:$PEER_PORT" --unsafe-no-fsync --log-level warn || return 1
 	ready etcd 30 etcd_healthy || return 1
 	# --endpoint-reconciler-type=none: the default reconciler refuses a
 	# loopback advertise address. Priority and fairness off: one client.
-	launch kube-apiserver --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+	svc_launch kube-apiserver "$BIN/kube-apiserver" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
 		--etcd-servers "http://127.0.0.1:$ETCD_PORT" --endpoint-reconciler-type none \
 		--tls-cert-file "$DIR/pki/apiserver.crt" --tls-private-key-file "$DIR/pki/apiserver.key" \
 		--client-ca-file "$DIR/pki/ca.crt" --token-auth-file "$DIR/tokens.csv" --authorization-mode RBAC \
@@ -260,7 +211,7 @@ launch_all() {
 	ready kube-apiserver 120 api_ready || return 1
 	# Only the controllers the Job needs. No serving port: nothing reads it,
 	# and its default (10257) would be shared by two runs.
-	launch kube-controller-manager --kubeconfig "$DIR/kubeconfig" --controllers job,serviceaccount \
+	svc_launch kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$DIR/kubeconfig" --controllers job,serviceaccount \
 		--leader-elect=false --secure-port 0 --use-service-account-credentials=false || return 1
 	ready kube-controller-manager 60 default_sa
 }
