@@ -154,7 +154,9 @@ func Listen(opts Options) (*Sink, error) {
 		func(s *Sink) []byte { return s.report }))
 	s.srv = &http.Server{Handler: s.guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
-	go s.fanOut()
+	// The queue is handed over here: Shutdown may clear s.queue before
+	// this goroutine first runs.
+	go s.fanOut(s.queue)
 	return s, nil
 }
 
@@ -258,9 +260,9 @@ func (s *Sink) eventData(snap metrics.Snapshot) ([]byte, error) {
 }
 
 // fanOut publishes the queued events in order, until the queue closes.
-func (s *Sink) fanOut() {
+func (s *Sink) fanOut(queue <-chan *sse.Event) {
 	defer close(s.fanned)
-	for ev := range s.queue {
+	for ev := range queue {
 		s.events.Publish(stream, ev)
 	}
 }
@@ -306,7 +308,10 @@ func (s *Sink) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	if q != nil {
 		close(q)
-		<-s.fanned
+		select {
+		case <-s.fanned:
+		case <-ctx.Done():
+		}
 	}
 	s.events.Close()
 	err := s.srv.Shutdown(ctx)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +157,27 @@ func shutdown(s *Sink) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.Shutdown(ctx)
+}
+
+// TestShutdownRightAfterListen: a dashboard shut down before its fan-out
+// goroutine first ran (a run refused at once, a benchmark's short body)
+// still ends, and at once: the fan-out owns the queue it was started
+// with, not the field Shutdown clears. On one processor nothing else runs
+// between the two calls, which made the fan-out wait on a nil queue and
+// Shutdown wait for it forever.
+func TestShutdownRightAfterListen(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for i := range 20 {
+		s, err := Listen(Options{Addr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		began := time.Now()
+		err = s.Shutdown(ctx)
+		cancel()
+		if took := time.Since(began); err != nil || took > 5*time.Second {
+			t.Fatalf("shutdown %d: %v after %v; want it to end before its deadline", i, err, took)
+		}
+	}
 }
