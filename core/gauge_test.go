@@ -35,16 +35,22 @@ func (c *gaugeClient) Gauges(report func(string, int64)) { report("open", c.open
 func (c *gaugeClient) Close() error                      { return nil }
 
 // TestGaugesReachSnapshots: two targets' clients report the same gauge;
-// each snapshot holds their sum, and the summary its peak.
+// each snapshot holds their sum, and the summary its peak. The clients are
+// read one after another, not at one instant: a VU that went from a call
+// on one target to the next on the other between two reads would count
+// twice (seen in CI: 4 of 3, at the 600 ms when every VU switched). The
+// think time keeps each VU out of calls for 100 ms between them, far
+// longer than a snapshot's reads take.
 func TestGaugesReachSnapshots(t *testing.T) {
 	p := &gaugeProtocol{failingProtocol{name: "fake"}}
 	test := loadWith(t, `
 target "a" { protocol = "fake" }
 target "b" { protocol = "fake" }
 scenario "s" {
-  executor = "constant-vus"
-  vus      = 3
-  duration = "1200ms"
+  executor   = "constant-vus"
+  vus        = 3
+  duration   = "1200ms"
+  think_time = "100ms"
   request "a" { target = "a" }
   request "b" { target = "b" }
 }
