@@ -42,9 +42,11 @@ import (
 	"syscall"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -89,7 +91,7 @@ type Node struct {
 type Pod struct {
 	Name   string
 	UID    types.UID
-	Index  string // the batch.kubernetes.io/job-completion-index annotation
+	Index  string // the Job controller's completion index annotation
 	Labels map[string]string
 	// Started and Ended are when the process started and ended; Ended is
 	// zero while it runs.
@@ -103,16 +105,10 @@ type Pod struct {
 	// Err says why the Pod could not be run, or its status not reported.
 	Err error
 
-	log    string
 	proc   *os.Process
-	grace  time.Duration
 	ended  chan struct{}
 	killed bool
 }
-
-// completionIndex is the annotation the Job controller gives an Indexed
-// Job's Pods.
-const completionIndex = "batch.kubernetes.io/job-completion-index"
 
 // Start starts a Node that runs the Pods of opts.Namespace until Close.
 func Start(client kubernetes.Interface, opts Options) (*Node, error) {
@@ -134,15 +130,9 @@ func Start(client kubernetes.Interface, opts Options) (*Node, error) {
 		return nil, err
 	}
 	factory.Start(ctx.Done())
-	synced := make(chan bool, 1)
-	go func() { synced <- cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) }()
-	select {
-	case ok := <-synced:
-		if !ok {
-			stop()
-			return nil, errors.New("k8stest: the Pod informer did not sync")
-		}
-	case <-time.After(30 * time.Second):
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 		stop()
 		return nil, errors.New("k8stest: the Pod informer did not sync within 30s")
 	}
@@ -185,7 +175,7 @@ func (n *Node) Pods() []Pod {
 // a Job fails) has taken its log with it.
 func (n *Node) Logs(selector map[string]string) ([]byte, error) {
 	list, err := n.client.CoreV1().Pods(n.opts.Namespace).List(n.ctx, metav1.ListOptions{
-		LabelSelector: metav1.FormatLabelSelector(&metav1.LabelSelector{MatchLabels: selector}),
+		LabelSelector: labels.SelectorFromSet(selector).String(),
 	})
 	if err != nil {
 		return nil, err
@@ -202,8 +192,9 @@ func (n *Node) Logs(selector map[string]string) ([]byte, error) {
 // received while they ran.
 func (n *Node) Streamed(selector map[string]string) ([]byte, error) {
 	var names []string
+	sel := labels.SelectorFromSet(selector)
 	for _, p := range n.Pods() {
-		if matches(selector, p.Labels) && !p.Started.IsZero() {
+		if sel.Matches(labels.Set(p.Labels)) && !p.Started.IsZero() {
 			names = append(names, p.Name)
 		}
 	}
@@ -223,15 +214,6 @@ func (n *Node) logs(names []string) ([]byte, error) {
 	return out, nil
 }
 
-func matches(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // seen starts a Pod the Node has not run yet, and stops one that is being
 // deleted.
 func (n *Node) seen(obj any) {
@@ -246,7 +228,7 @@ func (n *Node) seen(obj any) {
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			return
 		}
-		p = &Pod{Name: pod.Name, UID: pod.UID, Index: pod.Annotations[completionIndex], Labels: pod.Labels, ended: make(chan struct{})}
+		p = &Pod{Name: pod.Name, UID: pod.UID, Index: pod.Annotations[batchv1.JobCompletionIndexAnnotation], Labels: pod.Labels, ended: make(chan struct{})}
 		n.pods[pod.UID] = p
 		n.wg.Go(func() { n.run(pod.DeepCopy(), p) })
 		return
@@ -479,13 +461,13 @@ func (n *Node) command(pod *corev1.Pod) (*exec.Cmd, error) {
 	for i := range env {
 		env[i] = mounts.rewrite(env[i])
 	}
-	log, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = filepath.Join(dir, "work"), env
 	if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
 		return nil, err
 	}
 	// A container's log holds its stdout and stderr as written. The child
