@@ -147,7 +147,7 @@ func (cl *cluster) launch(t *testing.T, st steps, vars map[string]string, margin
 				continue
 			}
 		case strings.HasPrefix(line, "START_AT=$("):
-			out, err := cl.sh(t, nil, regexp.MustCompile(`'\+\d+ seconds'`).ReplaceAllString(st.dateCommand, fmt.Sprintf("'+%d seconds'", margin)))
+			out, err := cl.sh(t, nil, withMargin(t, st.dateCommand, margin))
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", st.dateCommand, err, out)
 			}
@@ -336,8 +336,8 @@ func TestManifestsAdmitted(t *testing.T) {
 	})
 	seen := map[string]bool{}
 	for _, p := range pods.Items {
-		index := p.Annotations["batch.kubernetes.io/job-completion-index"]
-		if label := p.Labels["batch.kubernetes.io/job-completion-index"]; label != index {
+		index := p.Annotations[batchv1.JobCompletionIndexAnnotation]
+		if label := p.Labels[batchv1.JobCompletionIndexAnnotation]; label != index {
 			t.Errorf("pod %s: index %q in its annotation, %q in its label", p.Name, index, label)
 		}
 		seen[index] = true
@@ -349,7 +349,7 @@ func TestManifestsAdmitted(t *testing.T) {
 		}
 		// The controller sets the index as an annotation and, since
 		// Kubernetes 1.28, a label too; the env reads one of them.
-		if ref != "metadata.annotations['batch.kubernetes.io/job-completion-index']" && ref != "metadata.labels['batch.kubernetes.io/job-completion-index']" {
+		if ref != "metadata.annotations['"+batchv1.JobCompletionIndexAnnotation+"']" && ref != "metadata.labels['"+batchv1.JobCompletionIndexAnnotation+"']" {
 			t.Errorf("pod %s (index %s): JOB_COMPLETION_INDEX comes from %q", p.Name, index, ref)
 		}
 		t.Logf("pod %s: index %s, JOB_COMPLETION_INDEX from %s, phase %s", p.Name, index, ref, p.Status.Phase)
@@ -407,7 +407,7 @@ func TestPodFailures(t *testing.T) {
 		// its pods are.
 		known := make(chan time.Time, 1)
 		node := cl.node(t, func(p *corev1.Pod) time.Duration {
-			if p.Annotations["batch.kubernetes.io/job-completion-index"] != "1" {
+			if p.Annotations[batchv1.JobCompletionIndexAnnotation] != "1" {
 				return 0
 			}
 			b := <-known
@@ -478,7 +478,7 @@ func TestPodFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, p := range pods.Items {
-			if p.Annotations["batch.kubernetes.io/job-completion-index"] == "3" {
+			if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "3" {
 				victim = &pods.Items[i]
 			}
 		}

@@ -359,6 +359,19 @@ func (s *shop) counts() map[string]int64 {
 	return out
 }
 
+// withMargin is a documented shell command with its start barrier's
+// margin ('+60 seconds' in the doc) set to seconds, for a test that need
+// not wait a minute. A command without such a margin fails t: the doc
+// changed under the test.
+func withMargin(t *testing.T, command string, seconds int) string {
+	t.Helper()
+	margin := regexp.MustCompile(`'\+\d+ seconds'`)
+	if !margin.MatchString(command) {
+		t.Fatalf("the documented barrier has no '+N seconds' margin:\n%s", command)
+	}
+	return margin.ReplaceAllString(command, fmt.Sprintf("'+%d seconds'", seconds))
+}
+
 // docLoop is the marker of the shell loop of docs/distributed.md.
 const docLoop = "<!-- the shell loop that deploy/kubernetes/distributed_test.go runs -->"
 
@@ -376,11 +389,7 @@ func TestShellLoopFromDoc(t *testing.T) {
 		t.Fatalf("docs/distributed.md lacks %q followed by a sh block", docLoop)
 	}
 	script, _, _ := strings.Cut(after, "```")
-	margin := regexp.MustCompile(`'\+\d+ seconds'`)
-	if !margin.MatchString(script) {
-		t.Fatalf("the loop's barrier has no '+N seconds' margin:\n%s", script)
-	}
-	script = margin.ReplaceAllString(script, "'+6 seconds'")
+	script = withMargin(t, script, 6)
 
 	m := loadManifests(t)
 	dir := t.TempDir()
